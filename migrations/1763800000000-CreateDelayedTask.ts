@@ -1,0 +1,69 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * `delayed_task` is the durable truth behind the in-memory timing wheel.
+ * A task is pending while executed_at, cancelled_at and dead_at are all null;
+ * `executed_at` is set in the same transaction as the handler's effect, which
+ * is what makes that effect happen exactly once.
+ *
+ * `delay_instance` holds one row per running app instance with its lease
+ * deadline; `delayed_task.locked_by` names the instance whose wheel holds the
+ * task. Renewing one instance row (instead of every task row) keeps the cost
+ * of leases independent of how many tasks an instance holds.
+ */
+export class CreateDelayedTask1763800000000 implements MigrationInterface {
+  name = 'CreateDelayedTask1763800000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+      CREATE TABLE delayed_task (
+        id            bigserial PRIMARY KEY,
+        type          text        NOT NULL CHECK (char_length(type) BETWEEN 1 AND 200),
+        key           text        NULL     CHECK (char_length(key) BETWEEN 1 AND 500),
+        payload       jsonb       NULL,
+        due_at        timestamptz NOT NULL,
+        executed_at   timestamptz NULL,
+        cancelled_at  timestamptz NULL,
+        dead_at       timestamptz NULL,
+        attempts      integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        max_attempts  integer     NOT NULL DEFAULT 5 CHECK (max_attempts >= 1),
+        last_error    text        NULL,
+        locked_by     text        NULL,
+        locked_at     timestamptz NULL,
+        created_at    timestamptz NOT NULL,
+        updated_at    timestamptz NOT NULL
+      )`);
+    // "What is due next": every pending task in due order (keyset paging, scans).
+    await queryRunner.query(`
+      CREATE INDEX delayed_task_pending_due_idx ON delayed_task (due_at, id)
+      WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`);
+    // What no instance holds yet: the loader's query stays cheap however many
+    // pending tasks are already leased.
+    await queryRunner.query(`
+      CREATE INDEX delayed_task_unleased_due_idx ON delayed_task (due_at, id)
+      WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NULL`);
+    // Releasing an instance's leases (shutdown, takeover after it died).
+    await queryRunner.query(`
+      CREATE INDEX delayed_task_locked_by_idx ON delayed_task (locked_by)
+      WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NOT NULL`);
+    // One pending task per business key; executed, cancelled and dead-lettered
+    // tasks keep their key for the record without blocking a new one.
+    await queryRunner.query(`
+      CREATE UNIQUE INDEX delayed_task_pending_key_uq ON delayed_task (key)
+      WHERE key IS NOT NULL AND executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`);
+    await queryRunner.query(`CREATE INDEX delayed_task_key_idx ON delayed_task (key, id) WHERE key IS NOT NULL`);
+    await queryRunner.query(`CREATE INDEX delayed_task_dead_idx ON delayed_task (dead_at) WHERE dead_at IS NOT NULL`);
+    await queryRunner.query(`
+      CREATE TABLE delay_instance (
+        id           text        PRIMARY KEY,
+        started_at   timestamptz NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        lease_until  timestamptz NOT NULL
+      )`);
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP TABLE delay_instance`);
+    await queryRunner.query(`DROP TABLE delayed_task`);
+  }
+}

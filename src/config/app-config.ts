@@ -1,0 +1,106 @@
+import { tryParseDuration } from '../delay/index.js';
+
+/** Every setting the service reads from its environment, validated once at start. */
+export interface AppConfig {
+  port: number;
+  /** A Postgres server; unset means the embedded PGlite database in `pgliteDir`. */
+  databaseUrl: string | undefined;
+  pgliteDir: string;
+  dbPoolSize: number;
+  migrationsRun: boolean;
+  orderPaymentTimeoutMs: number;
+  orderAutoReviewDelayMs: number;
+  delayTickMs: number;
+  delayWheelSlots: number;
+  delayWindowMs: number | undefined;
+  delayConcurrency: number | undefined;
+  delayLeaseMs: number;
+  delayMaxAttempts: number;
+  delayInstanceId: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^-?\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `must be an integer from ${min} to ${max}; got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function duration(env: Env, name: string, fallback: string, minMs = 1): number {
+  const raw = read(env, name) ?? fallback;
+  const ms = tryParseDuration(raw);
+  if (ms === undefined || ms < minMs) {
+    throw new ConfigError(
+      name,
+      `must be a duration of at least ${minMs} ms, such as 1500, 250ms, 30s, 30m, 48h or 2d; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return ms;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(true|1|yes|on)$/i.test(raw)) return true;
+  if (/^(false|0|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false; got ${JSON.stringify(raw)}`);
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const raw = read(env, 'DATABASE_URL');
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL', `must be a URL like postgres://user:pass@host:5432/db; got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must start with postgres:// or postgresql://; got ${url.protocol}//`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const url = databaseUrl(env);
+  const windowRaw = read(env, 'DELAY_WINDOW');
+  const concurrencyRaw = read(env, 'DELAY_CONCURRENCY');
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65_535),
+    databaseUrl: url,
+    pgliteDir: read(env, 'PGLITE_DIR') ?? './.data/pglite',
+    // PGlite serves one connection at a time, so the embedded default gets a pool of one.
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', url ? 10 : 1, 1, 1_000),
+    migrationsRun: boolean(env, 'MIGRATIONS_RUN', true),
+    orderPaymentTimeoutMs: duration(env, 'ORDER_PAYMENT_TIMEOUT', '30m'),
+    orderAutoReviewDelayMs: duration(env, 'ORDER_AUTO_REVIEW_DELAY', '48h'),
+    delayTickMs: integer(env, 'DELAY_TICK_MS', 1000, 1, 3_600_000),
+    delayWheelSlots: integer(env, 'DELAY_WHEEL_SLOTS', 3600, 1, 10_000_000),
+    delayWindowMs: windowRaw === undefined ? undefined : duration(env, 'DELAY_WINDOW', windowRaw),
+    delayConcurrency:
+      concurrencyRaw === undefined ? undefined : integer(env, 'DELAY_CONCURRENCY', 1, 1, 1_000),
+    delayLeaseMs: duration(env, 'DELAY_LEASE', '30s', 1_000),
+    delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
+    delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
+  };
+}

@@ -1,0 +1,26 @@
+import type { DataSourceOptions } from 'typeorm';
+import { migrations } from '../../migrations/index.js';
+
+export interface DatabaseSettings {
+  url: string;
+  poolSize: number;
+  migrationsRun?: boolean;
+  entities?: DataSourceOptions['entities'];
+}
+
+/** One DataSource definition for the app, the migration CLI and the tests. */
+export function dataSourceOptions(settings: DatabaseSettings): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: settings.url,
+    entities: settings.entities ?? [],
+    migrations,
+    migrationsRun: settings.migrationsRun ?? false,
+    migrationsTransactionMode: 'each',
+    // The schema under test and in production is the migrations' one, never a guess.
+    synchronize: false,
+    poolSize: settings.poolSize,
+    extra: { max: settings.poolSize },
+    logging: ['error', 'warn', 'migration'],
+  };
+}

@@ -1,0 +1,4 @@
+export { CLOCK } from './clock.js';
+export type { Clock, TimerHandle } from './clock.js';
+export { SystemClock } from './system-clock.js';
+export { ManualClock } from './manual-clock.js';

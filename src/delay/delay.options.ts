@@ -1,0 +1,112 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { parseDuration, type Duration } from './duration.js';
+
+export interface RetryPolicy {
+  /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
+  maxAttempts?: number;
+  /** First retry after this long, doubling each attempt (default 1s). */
+  baseDelay?: Duration;
+  /** Backoff ceiling (default 1h). */
+  maxDelay?: Duration;
+  /** Random spread as a fraction of the delay, 0..1 (default 0.2). */
+  jitter?: number;
+}
+
+export interface DelayModuleOptions {
+  /** Length of one wheel tick (default 1000 ms): the timing resolution. */
+  tickMs?: number;
+  /** Slots in the ring (default 3600): one revolution is slots × tickMs. */
+  slots?: number;
+  /** Tasks due within this window are held in memory (default: one revolution). */
+  window?: Duration;
+  /** Claim transactions that run at once (default: pool size − 1, at least 1, at most 10). */
+  concurrency?: number;
+  /** Most tasks claimed in one transaction (default 50). */
+  batchSize?: number;
+  /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
+  lease?: Duration;
+  /** How many tasks one loader query leases (default 5000). */
+  loadPageSize?: number;
+  retry?: RetryPolicy;
+  /** Names this process in `delayed_task.locked_by` (default: host-pid-random). */
+  instanceId?: string;
+  /** Let `schedule` accept types no handler here knows (apps that only produce tasks). */
+  allowUnknownTypes?: boolean;
+  /** How long shutdown waits for in-flight handlers (default 10s). */
+  shutdownTimeout?: Duration;
+}
+
+export interface ResolvedDelayOptions {
+  tickMs: number;
+  slots: number;
+  windowMs: number;
+  concurrency: number | undefined;
+  batchSize: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  loadPageSize: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  retryJitter: number;
+  instanceId: string;
+  allowUnknownTypes: boolean;
+  shutdownTimeoutMs: number;
+}
+
+function positiveInteger(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`DelayModule option ${name} must be a positive integer; got ${String(value)}`);
+  }
+  return value;
+}
+
+function durationOption(value: Duration | undefined, name: string, fallback: Duration): number {
+  return parseDuration(value ?? fallback, `DelayModule option ${name}`);
+}
+
+export function defaultInstanceId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedDelayOptions {
+  const tickMs = positiveInteger(options.tickMs, 'tickMs', 1000);
+  const slots = positiveInteger(options.slots, 'slots', 3600);
+  const leaseMs = durationOption(options.lease, 'lease', '30s');
+  if (leaseMs < 1000) throw new TypeError(`DelayModule option lease must be at least 1s; got ${leaseMs} ms`);
+  const jitter = options.retry?.jitter ?? 0.2;
+  if (!(jitter >= 0 && jitter <= 1)) {
+    throw new TypeError(`DelayModule option retry.jitter must be between 0 and 1; got ${String(jitter)}`);
+  }
+  const windowMs = durationOption(options.window, 'window', tickMs * slots);
+  if (windowMs < tickMs) {
+    throw new TypeError(`DelayModule option window must be at least one tick (${tickMs} ms); got ${windowMs} ms`);
+  }
+  return {
+    tickMs,
+    slots,
+    windowMs,
+    concurrency: options.concurrency === undefined ? undefined : positiveInteger(options.concurrency, 'concurrency', 1),
+    batchSize: positiveInteger(options.batchSize, 'batchSize', 50),
+    leaseMs,
+    // Three heartbeats per lease: one lost or late beat does not cost the lease.
+    heartbeatMs: Math.max(250, Math.floor(leaseMs / 3)),
+    loadPageSize: positiveInteger(options.loadPageSize, 'loadPageSize', 5000),
+    maxAttempts: positiveInteger(options.retry?.maxAttempts, 'retry.maxAttempts', 5),
+    retryBaseMs: durationOption(options.retry?.baseDelay, 'retry.baseDelay', '1s'),
+    retryMaxMs: durationOption(options.retry?.maxDelay, 'retry.maxDelay', '1h'),
+    retryJitter: jitter,
+    instanceId: options.instanceId ?? defaultInstanceId(),
+    allowUnknownTypes: options.allowUnknownTypes ?? false,
+    shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
+  };
+}
+
+/** Exponential backoff with jitter: base × 2^(attempt−1), capped, ± jitter. */
+export function retryDelayMs(options: ResolvedDelayOptions, attempt: number, random = Math.random): number {
+  const exponential = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.max(0, attempt - 1));
+  const spread = exponential * options.retryJitter;
+  return Math.max(0, Math.round(exponential - spread + random() * 2 * spread));
+}

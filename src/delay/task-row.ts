@@ -1,0 +1,46 @@
+import type { DelayedTask, TaskState } from './task.types.js';
+
+/** A `delayed_task` row as `pg` returns it (bigint as string, jsonb parsed). */
+export interface TaskRow {
+  id: string;
+  type: string;
+  key: string | null;
+  payload: unknown;
+  due_at: Date;
+  executed_at: Date | null;
+  cancelled_at: Date | null;
+  dead_at: Date | null;
+  attempts: number;
+  max_attempts: number;
+  last_error: string | null;
+  locked_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function stateOf(row: TaskRow): TaskState {
+  if (row.executed_at) return 'executed';
+  if (row.cancelled_at) return 'cancelled';
+  if (row.dead_at) return 'dead';
+  return 'pending';
+}
+
+export function toTask<P>(row: TaskRow): DelayedTask<P> {
+  return {
+    id: String(row.id),
+    type: row.type,
+    key: row.key,
+    payload: row.payload as P,
+    dueAt: row.due_at,
+    state: stateOf(row),
+    executedAt: row.executed_at,
+    cancelledAt: row.cancelled_at,
+    deadAt: row.dead_at,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    lastError: row.last_error,
+    lockedBy: row.locked_by,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

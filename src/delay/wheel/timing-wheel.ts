@@ -1,0 +1,348 @@
+/**
+ * A hashed timing wheel as a pure data structure: no clock, no timers, no `Date`. The
+ * caller passes the time in (epoch ms) to `advance`, as with Agrona's DeadlineTimerWheel.
+ *
+ * Ticks are absolute: tick k covers [k·tickMs, (k+1)·tickMs) and happens at k·tickMs. An
+ * entry due at t belongs to tick ceil(t / tickMs), the first tick not before t, so it can
+ * never fire early; it lives in slot `dueTick mod slots`.
+ *
+ * Each entry keeps its absolute due time instead of the classic per-entry cycle counter
+ * (the seeds' Cycle-Num). The remaining cycles are derived when needed,
+ * floor((dueTick − currentTick − 1) / slots), so:
+ * - visiting a slot writes nothing to the entries that are not due yet;
+ * - the due tick is re-derived exactly from the stored time, whatever the distance, with no
+ *   counter that can drift if a visit is skipped or repeated;
+ * - catching up after a long stall is one pass comparing due ticks with the target, not
+ *   one visit per missed tick.
+ *
+ * Storage follows Agrona too: an entry is a handle into parallel typed arrays (due time,
+ * next/prev links of an intrusive doubly linked list per slot, kept in insertion order),
+ * plus plain arrays for values and ids. No object is allocated per entry.
+ */
+import { IdIndex, type EntryId } from './id-index.js';
+
+export interface TimingWheelOptions {
+  /** Slots per revolution; 3600 one-second slots make one hour, as in the seeds. */
+  slots?: number;
+  /** Tick length in whole milliseconds. */
+  tickMs?: number;
+  /** Epoch ms the wheel starts at; the tick containing it counts as already processed. */
+  startMs: number;
+}
+
+export interface DueEntry<V> {
+  id: EntryId;
+  dueAtMs: number;
+  value: V;
+  /** The tick the entry belongs to: ceil(dueAtMs / tickMs). */
+  tick: number;
+}
+
+export interface Placement {
+  dueTick: number;
+  /** null while the entry waits in the overdue list for the next `advance`. */
+  slot: number | null;
+  /** Further visits of its slot before the one that fires it (the seeds' Cycle-Num). */
+  cycles: number;
+}
+
+const NIL = -1;
+const INITIAL_CAPACITY = 16;
+
+function byDueTime<V>(a: DueEntry<V>, b: DueEntry<V>): number {
+  return a.dueAtMs - b.dueAtMs; // Array#sort is stable: equal times keep insertion order
+}
+
+export class TimingWheel<V = undefined> {
+  readonly slots: number;
+  readonly tickMs: number;
+  private tick: number;
+  /** List heads and tails per slot; index `slots` is the overdue list. */
+  private readonly heads: Int32Array;
+  private readonly tails: Int32Array;
+  private readonly overdue: number;
+  private inSlots = 0;
+
+  private capacity = 0;
+  private used = 0; // handles below this have been handed out at least once
+  private freeHead = NIL; // free handles are chained through `next`
+  // Assigned by allocate(), which the constructor calls.
+  private due!: Float64Array;
+  private next!: Int32Array;
+  private prev!: Int32Array;
+  private values!: (V | undefined)[];
+  private index!: IdIndex;
+
+  /** Lower bound of the earliest due tick; only meaningful while `nextDueKnown`. */
+  private nextDue: number | undefined = undefined;
+  private nextDueKnown = true;
+
+  constructor({ slots = 3600, tickMs = 1000, startMs }: TimingWheelOptions) {
+    if (!Number.isInteger(slots) || slots < 1 || slots > 2 ** 30) {
+      throw new RangeError(`slots must be an integer between 1 and 2^30; got ${slots}`);
+    }
+    if (!Number.isInteger(tickMs) || tickMs < 1) {
+      throw new RangeError(`tickMs must be a positive whole number of milliseconds; got ${tickMs}`);
+    }
+    if (!Number.isFinite(startMs)) {
+      throw new TypeError(`startMs must be a finite number of epoch milliseconds; got ${startMs}`);
+    }
+    this.slots = slots;
+    this.tickMs = tickMs;
+    this.tick = Math.floor(startMs / tickMs);
+    this.overdue = slots;
+    this.heads = new Int32Array(slots + 1).fill(NIL);
+    this.tails = new Int32Array(slots + 1).fill(NIL);
+    this.allocate(INITIAL_CAPACITY);
+  }
+
+  /** The last tick processed; entries due at or before it have all been handed out. */
+  get currentTick(): number {
+    return this.tick;
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** The tick containing `ms`. */
+  tickOf(ms: number): number {
+    return Math.floor(ms / this.tickMs);
+  }
+
+  /** The tick an entry due at `dueAtMs` fires on: the first tick not before it. */
+  dueTickOf(dueAtMs: number): number {
+    return Math.ceil(dueAtMs / this.tickMs);
+  }
+
+  deadlineOf(tick: number): number {
+    return tick * this.tickMs;
+  }
+
+  /** Adds or replaces (moving it to the back of its tick) the entry for `id`. O(1). */
+  add(id: EntryId, dueAtMs: number, value: V): void {
+    if (typeof id === 'number' ? !Number.isFinite(id) : typeof id !== 'string') {
+      throw new TypeError(`id must be a finite number or a string; got ${String(id)}`);
+    }
+    if (typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
+      throw new TypeError(`dueAtMs must be a finite number of epoch milliseconds; got ${dueAtMs} for id ${id}`);
+    }
+    const existing = this.index.find(id);
+    if (existing !== NIL) this.remove(existing);
+
+    const dueTick = this.dueTickOf(dueAtMs);
+    const handle = this.acquire();
+    this.due[handle] = dueAtMs;
+    this.values[handle] = value;
+    this.index.insert(id, handle);
+    this.append(dueTick <= this.tick ? this.overdue : this.slotOf(dueTick), handle);
+    if (this.nextDueKnown) this.nextDue = this.nextDue === undefined ? dueTick : Math.min(this.nextDue, dueTick);
+  }
+
+  cancel(id: EntryId): boolean {
+    const handle = this.index.find(id);
+    if (handle === NIL) return false;
+    this.remove(handle);
+    return true;
+  }
+
+  has(id: EntryId): boolean {
+    return this.index.find(id) !== NIL;
+  }
+
+  get(id: EntryId): { dueAtMs: number; value: V } | undefined {
+    const handle = this.index.find(id);
+    return handle === NIL ? undefined : { dueAtMs: this.due[handle], value: this.values[handle] as V };
+  }
+
+  /** Where the entry sits, with its cycle count derived from the pointer. */
+  placementOf(id: EntryId): Placement | undefined {
+    const handle = this.index.find(id);
+    if (handle === NIL) return undefined;
+    const dueTick = this.dueTickOf(this.due[handle]);
+    if (dueTick <= this.tick) return { dueTick, slot: null, cycles: 0 };
+    return { dueTick, slot: this.slotOf(dueTick), cycles: Math.floor((dueTick - this.tick - 1) / this.slots) };
+  }
+
+  /** Drops every entry and shrinks the storage back; the pointer stays where it is. */
+  clear(): void {
+    this.heads.fill(NIL);
+    this.tails.fill(NIL);
+    this.inSlots = 0;
+    this.used = 0;
+    this.freeHead = NIL;
+    this.capacity = 0;
+    this.allocate(INITIAL_CAPACITY);
+    this.nextDue = undefined;
+    this.nextDueKnown = true;
+  }
+
+  /**
+   * Hands out, earliest first, every entry due by `nowMs`: first the overdue list (entries
+   * added already past due), then tick by tick up to tickOf(nowMs), at most `maxTicks` ticks
+   * per call so a driver can yield between batches. The pointer stays on the last tick
+   * processed, except that it jumps straight to tickOf(nowMs) once the wheel is empty.
+   */
+  advance(nowMs: number, maxTicks = Infinity): DueEntry<V>[] {
+    if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
+      throw new TypeError(`nowMs must be a finite number of epoch milliseconds; got ${nowMs}`);
+    }
+    if (!(maxTicks >= 1) || (maxTicks !== Infinity && !Number.isInteger(maxTicks))) {
+      throw new RangeError(`maxTicks must be a positive integer or Infinity; got ${maxTicks}`);
+    }
+    const fired: DueEntry<V>[] = [];
+    if (this.inSlots < this.size) this.collect(this.overdue, Infinity, fired);
+
+    const target = this.tickOf(nowMs);
+    if (target > this.tick) {
+      const end = Math.min(target, this.tick + maxTicks);
+      // A gap of a whole revolution would visit some slots twice: one pass finds it all.
+      if (end - this.tick >= this.slots) this.sweep(end, fired);
+      else this.step(end, fired);
+      if (this.inSlots === 0) this.tick = target;
+    }
+    if (this.nextDue !== undefined && this.nextDue <= this.tick) this.nextDueKnown = false;
+    return fired;
+  }
+
+  /**
+   * A tick no later than the earliest entry's due tick, or undefined when empty: exact,
+   * unless entries were cancelled since it was computed (then a lower bound, which is safe:
+   * waking early fires nothing). A driver sleeps until `deadlineOf` it.
+   */
+  nextDueTick(): number | undefined {
+    if (this.size === 0) return undefined;
+    if (!this.nextDueKnown) {
+      this.nextDue = this.scanNextDue();
+      this.nextDueKnown = true;
+    }
+    return this.nextDue;
+  }
+
+  private step(end: number, fired: DueEntry<V>[]): void {
+    while (this.tick < end && this.inSlots > 0) {
+      const tick = this.tick + 1;
+      this.collect(this.slotOf(tick), tick, fired);
+      this.tick = tick;
+    }
+    this.tick = end;
+  }
+
+  private sweep(end: number, fired: DueEntry<V>[]): void {
+    const batch: DueEntry<V>[] = [];
+    for (let slot = 0; slot < this.slots && this.inSlots > 0; slot++) this.collect(slot, end, batch, false);
+    batch.sort(byDueTime);
+    for (const entry of batch) fired.push(entry);
+    this.tick = end;
+  }
+
+  /** Moves the entries of one list due by `byTick` into `out`, sorted unless told not to. */
+  private collect(list: number, byTick: number, out: DueEntry<V>[], sort = true): void {
+    const start = out.length;
+    for (let handle = this.heads[list]; handle !== NIL; ) {
+      const following = this.next[handle];
+      const dueAtMs = this.due[handle];
+      const tick = this.dueTickOf(dueAtMs);
+      if (tick <= byTick) {
+        out.push({ id: this.index.idOf(handle), dueAtMs, value: this.values[handle] as V, tick });
+        this.remove(handle, list);
+      }
+      handle = following;
+    }
+    if (sort && out.length - start > 1) {
+      const sorted = out.splice(start).sort(byDueTime);
+      for (const entry of sorted) out.push(entry);
+    }
+  }
+
+  private scanNextDue(): number {
+    let earliest = Infinity;
+    for (let h = this.heads[this.overdue]; h !== NIL; h = this.next[h]) {
+      earliest = Math.min(earliest, this.dueTickOf(this.due[h]));
+    }
+    if (earliest !== Infinity) return earliest;
+    // Slots in pointer order: the first entry whose due tick is the tick being looked at is
+    // the earliest. If none is within a revolution, the pass has seen every entry anyway.
+    for (let tick = this.tick + 1; tick <= this.tick + this.slots; tick++) {
+      for (let h = this.heads[this.slotOf(tick)]; h !== NIL; h = this.next[h]) {
+        const dueTick = this.dueTickOf(this.due[h]);
+        if (dueTick === tick) return tick;
+        earliest = Math.min(earliest, dueTick);
+      }
+    }
+    return earliest;
+  }
+
+  private slotOf(tick: number): number {
+    const slot = tick % this.slots;
+    return slot < 0 ? slot + this.slots : slot;
+  }
+
+  private listOf(handle: number): number {
+    const dueTick = this.dueTickOf(this.due[handle]);
+    // Invariant: the wheel's slots only hold entries due after the pointer.
+    return dueTick <= this.tick ? this.overdue : this.slotOf(dueTick);
+  }
+
+  private append(list: number, handle: number): void {
+    const tail = this.tails[list];
+    this.prev[handle] = tail;
+    this.next[handle] = NIL;
+    if (tail === NIL) this.heads[list] = handle;
+    else this.next[tail] = handle;
+    this.tails[list] = handle;
+    if (list !== this.overdue) this.inSlots++;
+  }
+
+  private remove(handle: number, list = this.listOf(handle)): void {
+    const before = this.prev[handle];
+    const after = this.next[handle];
+    if (before === NIL) this.heads[list] = after;
+    else this.next[before] = after;
+    if (after === NIL) this.tails[list] = before;
+    else this.prev[after] = before;
+    if (list !== this.overdue) this.inSlots--;
+
+    this.index.remove(handle);
+    this.values[handle] = undefined;
+    this.next[handle] = this.freeHead;
+    this.freeHead = handle;
+    if (this.size === 0) {
+      this.nextDue = undefined;
+      this.nextDueKnown = true;
+    }
+  }
+
+  private acquire(): number {
+    if (this.freeHead !== NIL) {
+      const handle = this.freeHead;
+      this.freeHead = this.next[handle];
+      return handle;
+    }
+    if (this.used === this.capacity) this.allocate(this.capacity * 2);
+    return this.used++;
+  }
+
+  /** Doubling keeps add amortised O(1); starting from scratch when capacity is 0. */
+  private allocate(capacity: number): void {
+    const fresh = this.capacity === 0;
+    const due = new Float64Array(capacity);
+    const next = new Int32Array(capacity);
+    const prev = new Int32Array(capacity);
+    const values = new Array<V | undefined>(capacity);
+    if (!fresh) {
+      due.set(this.due);
+      next.set(this.next);
+      prev.set(this.prev);
+      for (let i = 0; i < this.capacity; i++) values[i] = this.values[i];
+      this.index.growHandles(capacity);
+    } else {
+      this.index = new IdIndex(capacity);
+    }
+    this.due = due;
+    this.next = next;
+    this.prev = prev;
+    this.values = values;
+    this.capacity = capacity;
+  }
+}
