@@ -165,11 +165,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       const dbNow = (await this.store.databaseNow()).getTime();
       const after = this.clock.now();
       const offset = dbNow - (before + after) / 2;
-      const message = `App clock is ${Math.round(offset)} ms behind the database's (round trip ${Math.round(after - before)} ms)`;
+      const message = `Database clock minus app clock: ${Math.round(offset)} ms (round trip ${Math.round(after - before)} ms)`;
       if (Math.abs(offset) > 2_000 && this.clock instanceof SystemClock) this.logger.warn(`${message}; due times follow the app's clock`);
       else this.logger.log(message);
     } catch (error) {
-      throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`);
+      throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`, { cause: error });
     }
   }
 }

@@ -115,7 +115,7 @@ export class TaskExecutor {
     const claimedIds = new Set<number>();
     const retries: Array<{ id: number; dueAtMs: number; held: boolean }> = [];
     let runner: QueryRunner | undefined;
-    let counts = { executed: 0, failed: 0, dead: 0 };
+    const counts = { executed: 0, failed: 0, dead: 0 };
     try {
       runner = this.dataSource.createQueryRunner();
       await runner.connect();
@@ -141,7 +141,6 @@ export class TaskExecutor {
       this.stats.failed += counts.failed;
       this.stats.deadLettered += counts.dead;
     } catch (error) {
-      counts = { executed: 0, failed: 0, dead: 0 };
       retries.length = 0;
       claimedIds.clear();
       if (runner?.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);

@@ -77,6 +77,8 @@ describe('ManualClock', () => {
   });
 
   it('rejects a non-finite deadline', () => {
-    expect(() => new ManualClock().setTimer(NaN, () => undefined)).toThrow(/atMs must be a finite number/);
+    expect(() => new ManualClock().setTimer(NaN, () => undefined)).toThrow(
+      /atMs must be a finite number/,
+    );
   });
 });

@@ -16,7 +16,8 @@ export class ManualClock implements Clock {
   private readonly timers: ManualTimer[] = [];
 
   constructor(startMs = Date.UTC(2026, 0, 1)) {
-    if (!Number.isFinite(startMs)) throw new TypeError(`startMs must be a finite number; got ${startMs}`);
+    if (!Number.isFinite(startMs))
+      throw new TypeError(`startMs must be a finite number; got ${startMs}`);
     this.nowMs = startMs;
   }
 
@@ -51,7 +52,9 @@ export class ManualClock implements Clock {
   set(ms: number): void {
     if (!Number.isFinite(ms)) throw new TypeError(`ms must be a finite number; got ${ms}`);
     if (ms < this.nowMs) {
-      throw new RangeError(`ManualClock cannot go backwards: now is ${this.nowMs}, asked for ${ms}`);
+      throw new RangeError(
+        `ManualClock cannot go backwards: now is ${this.nowMs}, asked for ${ms}`,
+      );
     }
     this.nowMs = ms;
     this.fireDue();
@@ -77,6 +80,7 @@ export class ManualClock implements Clock {
       }
     }
     if (errors.length === 1) throw errors[0];
-    if (errors.length > 1) throw new AggregateError(errors, `${errors.length} ManualClock timers threw`);
+    if (errors.length > 1)
+      throw new AggregateError(errors, `${errors.length} ManualClock timers threw`);
   }
 }

@@ -17,7 +17,10 @@ describe('SystemClock', () => {
     const start = clock.now();
     const deadlines = [20, 27.5, 33, 41, 50].map((ms) => start + ms);
     const firedAt = await Promise.all(
-      deadlines.map((atMs) => new Promise<number>((resolve) => clock.setTimer(atMs, () => resolve(clock.now())))),
+      deadlines.map(
+        (atMs) =>
+          new Promise<number>((resolve) => clock.setTimer(atMs, () => resolve(clock.now()))),
+      ),
     );
     firedAt.forEach((at, i) => expect(at).toBeGreaterThanOrEqual(deadlines[i]));
   });
@@ -44,6 +47,27 @@ describe('SystemClock', () => {
       expect(armed[0].delay).toBe(2 ** 31 - 1);
       expect(armed[0].timeout.hasRef()).toBe(false);
       timer.cancel();
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+  });
+
+  it('sleeps again when setTimeout wakes it early', async () => {
+    const realSetTimeout = globalThis.setTimeout;
+    let wakes = 0;
+    // Wakes after half of each requested delay, as a capped or coarse timer would.
+    globalThis.setTimeout = ((callback: () => void, delay: number) =>
+      realSetTimeout(() => {
+        wakes++;
+        callback();
+      }, delay / 2)) as typeof setTimeout;
+    try {
+      const atMs = clock.now() + 40;
+      const firedAt = await new Promise<number>((resolve) =>
+        clock.setTimer(atMs, () => resolve(clock.now())),
+      );
+      expect(firedAt).toBeGreaterThanOrEqual(atMs);
+      expect(wakes).toBeGreaterThan(1);
     } finally {
       globalThis.setTimeout = realSetTimeout;
     }

@@ -32,7 +32,8 @@ describeWithGc('TimingWheel memory', () => {
     before = usedBytes();
     const wheel = new TimingWheel<typeof shared>({ startMs });
     // Spread over two days: every slot in use, most entries several revolutions out.
-    for (let id = 1; id <= ENTRIES; id++) wheel.add(id, startMs + ((id * 7_919) % 172_800_000), shared);
+    for (let id = 1; id <= ENTRIES; id++)
+      wheel.add(id, startMs + ((id * 7_919) % 172_800_000), shared);
     const wheelBytes = (usedBytes() - before) / ENTRIES;
     expect(wheel.size).toBe(ENTRIES);
 

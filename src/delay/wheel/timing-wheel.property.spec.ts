@@ -99,7 +99,10 @@ function ops({ tickMs, slots }: Params): fc.Arbitrary<Op[]> {
       weight: 3,
       arbitrary: fc.record({
         kind: fc.constant('advance' as const),
-        byMs: fc.oneof(fc.integer({ min: 0, max: 2 * tickMs }), fc.integer({ min: 0, max: 3 * revolution })),
+        byMs: fc.oneof(
+          fc.integer({ min: 0, max: 2 * tickMs }),
+          fc.integer({ min: 0, max: 3 * revolution }),
+        ),
         maxTicks: fc.oneof(fc.constant(Infinity), fc.integer({ min: 1, max: 2 * slots })),
       }),
     },
@@ -136,7 +139,8 @@ describe('TimingWheel against a reference model', () => {
               nowMs += op.byMs;
               const fired = wheel.advance(nowMs, op.maxTicks);
               expect(fired).toEqual(model.advance(nowMs, op.maxTicks));
-              for (const entry of fired) expect(wheel.deadlineOf(entry.tick)).toBeLessThanOrEqual(nowMs);
+              for (const entry of fired)
+                expect(wheel.deadlineOf(entry.tick)).toBeLessThanOrEqual(nowMs);
             }
 
             expect(wheel.size).toBe(model.size);

@@ -240,14 +240,23 @@ describe('TimingWheel', () => {
   describe('bad input', () => {
     const wheel = new TimingWheel({ tickMs: 10, slots: 8, startMs: 0 });
 
-    it.each([NaN, Infinity, -Infinity])('rejects dueAtMs %p, naming the argument and the id', (due) => {
-      expect(() => wheel.add(42, due, undefined)).toThrow(new TypeError(`dueAtMs must be a finite number of epoch milliseconds; got ${due} for id 42`));
-      expect(wheel.has(42)).toBe(false);
-    });
+    it.each([NaN, Infinity, -Infinity])(
+      'rejects dueAtMs %p, naming the argument and the id',
+      (due) => {
+        expect(() => wheel.add(42, due, undefined)).toThrow(
+          new TypeError(
+            `dueAtMs must be a finite number of epoch milliseconds; got ${due} for id 42`,
+          ),
+        );
+        expect(wheel.has(42)).toBe(false);
+      },
+    );
 
     it('rejects ids that could never be found again', () => {
       expect(() => wheel.add(NaN, 10, undefined)).toThrow(TypeError);
-      expect(() => wheel.add({} as unknown as string, 10, undefined)).toThrow(/id must be a finite number or a string/);
+      expect(() => wheel.add({} as unknown as string, 10, undefined)).toThrow(
+        /id must be a finite number or a string/,
+      );
     });
 
     it('rejects a non-finite now and a bad maxTicks', () => {

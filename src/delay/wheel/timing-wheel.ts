@@ -125,7 +125,9 @@ export class TimingWheel<V = undefined> {
       throw new TypeError(`id must be a finite number or a string; got ${String(id)}`);
     }
     if (typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
-      throw new TypeError(`dueAtMs must be a finite number of epoch milliseconds; got ${dueAtMs} for id ${id}`);
+      throw new TypeError(
+        `dueAtMs must be a finite number of epoch milliseconds; got ${dueAtMs} for id ${id}`,
+      );
     }
     const existing = this.index.find(id);
     if (existing !== NIL) this.remove(existing);
@@ -136,7 +138,8 @@ export class TimingWheel<V = undefined> {
     this.values[handle] = value;
     this.index.insert(id, handle);
     this.append(dueTick <= this.tick ? this.overdue : this.slotOf(dueTick), handle);
-    if (this.nextDueKnown) this.nextDue = this.nextDue === undefined ? dueTick : Math.min(this.nextDue, dueTick);
+    if (this.nextDueKnown)
+      this.nextDue = this.nextDue === undefined ? dueTick : Math.min(this.nextDue, dueTick);
   }
 
   cancel(id: EntryId): boolean {
@@ -152,7 +155,9 @@ export class TimingWheel<V = undefined> {
 
   get(id: EntryId): { dueAtMs: number; value: V } | undefined {
     const handle = this.index.find(id);
-    return handle === NIL ? undefined : { dueAtMs: this.due[handle], value: this.values[handle] as V };
+    return handle === NIL
+      ? undefined
+      : { dueAtMs: this.due[handle], value: this.values[handle] as V };
   }
 
   /** Where the entry sits, with its cycle count derived from the pointer. */
@@ -161,7 +166,11 @@ export class TimingWheel<V = undefined> {
     if (handle === NIL) return undefined;
     const dueTick = this.dueTickOf(this.due[handle]);
     if (dueTick <= this.tick) return { dueTick, slot: null, cycles: 0 };
-    return { dueTick, slot: this.slotOf(dueTick), cycles: Math.floor((dueTick - this.tick - 1) / this.slots) };
+    return {
+      dueTick,
+      slot: this.slotOf(dueTick),
+      cycles: Math.floor((dueTick - this.tick - 1) / this.slots),
+    };
   }
 
   /** Drops every entry and shrinks the storage back; the pointer stays where it is. */
@@ -230,7 +239,8 @@ export class TimingWheel<V = undefined> {
 
   private sweep(end: number, fired: DueEntry<V>[]): void {
     const batch: DueEntry<V>[] = [];
-    for (let slot = 0; slot < this.slots && this.inSlots > 0; slot++) this.collect(slot, end, batch, false);
+    for (let slot = 0; slot < this.slots && this.inSlots > 0; slot++)
+      this.collect(slot, end, batch, false);
     batch.sort(byDueTime);
     for (const entry of batch) fired.push(entry);
     this.tick = end;
@@ -239,7 +249,7 @@ export class TimingWheel<V = undefined> {
   /** Moves the entries of one list due by `byTick` into `out`, sorted unless told not to. */
   private collect(list: number, byTick: number, out: DueEntry<V>[], sort = true): void {
     const start = out.length;
-    for (let handle = this.heads[list]; handle !== NIL; ) {
+    for (let handle = this.heads[list]; handle !== NIL;) {
       const following = this.next[handle];
       const dueAtMs = this.due[handle];
       const tick = this.dueTickOf(dueAtMs);

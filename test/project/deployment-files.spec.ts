@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+
+// No Docker engine runs here, so the compose file and Dockerfile are checked as text.
+const compose = parse(readFileSync('docker-compose.yml', 'utf8'));
+const dockerfile = readFileSync('Dockerfile', 'utf8');
+const readme = readFileSync('README.md', 'utf8');
+
+describe('docker-compose.yml', () => {
+  it('has a Postgres db service with a named volume and a healthcheck', () => {
+    const db = compose.services.db;
+    expect(db.image).toMatch(/^postgres:\d+/);
+    const [volume] = db.volumes as string[];
+    const name = volume.split(':')[0];
+    expect(Object.keys(compose.volumes)).toContain(name);
+    expect(db.healthcheck.test.join(' ')).toContain('pg_isready');
+  });
+
+  it('builds the app from the Dockerfile and points DATABASE_URL at the db service', () => {
+    const app = compose.services.app;
+    expect(app.build).toBe('.');
+    const url = new URL(app.environment.DATABASE_URL);
+    expect(url.protocol).toBe('postgres:');
+    expect(url.hostname).toBe('db');
+    expect(url.pathname).toBe(`/${compose.services.db.environment.POSTGRES_DB}`);
+    expect(url.username).toBe(compose.services.db.environment.POSTGRES_USER);
+    expect(url.password).toBe(compose.services.db.environment.POSTGRES_PASSWORD);
+    expect(app.depends_on.db.condition).toBe('service_healthy');
+  });
+});
+
+describe('Dockerfile', () => {
+  it('is multi-stage: a build stage, then a runtime stage running the compiled app', () => {
+    const stages = [...dockerfile.matchAll(/^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/gim)].map((m) => m[2]);
+    expect(stages).toEqual(['build', 'runtime']);
+    expect(dockerfile).toMatch(/COPY --from=build \/app\/dist/);
+    expect(dockerfile).toMatch(/CMD \["node", "dist\/src\/main\.js"\]/);
+  });
+
+  it('builds with the same commands as the README', () => {
+    for (const command of ['npm ci', 'npm run build']) {
+      expect(dockerfile).toContain(command);
+      expect(readme).toContain(command);
+    }
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+    expect(pkg.scripts['start:prod']).toBe('node dist/src/main.js');
+  });
+});
