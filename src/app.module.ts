@@ -5,6 +5,7 @@ import type { AppConfig } from './config/app-config.js';
 import { APP_CONFIG } from './config/app-config.token.js';
 import { dataSourceOptions } from './database/data-source-options.js';
 import { DelayModule } from './delay/index.js';
+import { OrdersModule } from './orders/orders.module.js';
 
 /**
  * The whole service: validated configuration, the database (migrated at
@@ -33,6 +34,7 @@ export class AppModule {
           retry: { maxAttempts: config.delayMaxAttempts },
           instanceId: config.delayInstanceId,
         }),
+        OrdersModule,
       ],
       providers: [{ provide: APP_CONFIG, useValue: config }],
       exports: [APP_CONFIG],

@@ -176,7 +176,7 @@ export class TaskExecutor {
     }
     await runner.query('SAVEPOINT delayed_task');
     try {
-      await handler(row.payload, { task: toTask(row), manager: runner.manager });
+      await handler(row.payload, { task: toTask(row), manager: runner.manager, instanceId: this.options.instanceId });
       await runner.query('RELEASE SAVEPOINT delayed_task');
       return 'executed';
     } catch (error) {

@@ -50,6 +50,8 @@ export interface TaskContext<P = JsonValue> {
   task: DelayedTask<P>;
   /** The claim transaction: writes through it commit together with executed_at, or not at all. */
   manager: EntityManager;
+  /** The instance running it (DelayModule option instanceId). */
+  instanceId: string;
 }
 
 export type TaskHandlerFn<P = any> = (payload: P, context: TaskContext<P>) => unknown;

@@ -212,7 +212,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       [new Date(t.clock.now())],
     );
     const [{ id }] = await t.query(`SELECT id FROM delayed_task WHERE type = 'gone.type'`);
-    await (t.moduleRef.get((await import('../../src/delay/delay.runtime.js')).DelayRuntime)).refresh();
+    await t.runtime.refresh();
     await t.delay.drain();
     expect(await t.delay.get(id)).toMatchObject({
       state: 'dead',

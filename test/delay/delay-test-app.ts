@@ -13,6 +13,7 @@ import {
   type TaskContext,
 } from '../../src/delay/index.js';
 import type { TestDatabase } from '../support/test-database.js';
+import { DelayRuntime } from '../../src/delay/delay.runtime.js';
 
 /** What the test handlers do: record an effect row, or fail on demand. */
 export class HandlerBehaviour {
@@ -37,11 +38,11 @@ export class TestHandlers {
 
   /** Writes one effect row in the claim transaction. */
   @DelayedTaskHandler('test.effect')
-  async effect(payload: { fail?: number; instance?: string } | null, context: TaskContext) {
+  async effect(payload: { fail?: number } | null, context: TaskContext) {
     const { task, manager } = context;
     this.behaviour.calls++;
     await this.behaviour.beforeEffect?.(payload, context);
-    await record(manager, task.id, payload?.instance ?? 'x', task.executedAt ?? new Date());
+    await record(manager, task.id, context.instanceId, task.executedAt ?? new Date());
     const failed = this.behaviour.failures.get(task.id) ?? 0;
     if (payload?.fail !== undefined && failed < payload.fail) {
       this.behaviour.failures.set(task.id, failed + 1);
@@ -69,6 +70,7 @@ class HandlersModule {
 export interface DelayTestApp {
   moduleRef: TestingModule;
   delay: DelayService;
+  runtime: DelayRuntime;
   clock: ManualClock;
   behaviour: HandlerBehaviour;
   query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
@@ -101,6 +103,7 @@ export async function createDelayTestApp(
   return {
     moduleRef,
     delay: moduleRef.get(DelayService),
+    runtime: moduleRef.get(DelayRuntime),
     clock,
     behaviour,
     query: (sql, params) => dataSource.query(sql, params),

@@ -15,16 +15,16 @@
  * - catching up after a long stall is one pass comparing due ticks with the target, not
  *   one visit per missed tick.
  *
- * Storage follows Agrona too: an entry is a handle into parallel typed arrays (due time,
- * next/prev links of an intrusive doubly linked list per slot, kept in insertion order),
- * plus plain arrays for values and ids. No object is allocated per entry.
+ * Entries live in an EntryTable (typed arrays, no object per entry); invariant: the slots
+ * only hold entries due after the pointer, anything else waits in the overdue list.
  */
-import { IdIndex, type EntryId } from './id-index.js';
+import { EntryTable, NIL } from './entry-table.js';
+import type { EntryId } from './id-index.js';
 
 export interface TimingWheelOptions {
   /** Slots per revolution; 3600 one-second slots make one hour, as in the seeds. */
   slots?: number;
-  /** Tick length in whole milliseconds. */
+  /** Tick length in whole milliseconds, so every deadline is an exact integer. */
   tickMs?: number;
   /** Epoch ms the wheel starts at; the tick containing it counts as already processed. */
   startMs: number;
@@ -46,9 +46,6 @@ export interface Placement {
   cycles: number;
 }
 
-const NIL = -1;
-const INITIAL_CAPACITY = 16;
-
 function byDueTime<V>(a: DueEntry<V>, b: DueEntry<V>): number {
   return a.dueAtMs - b.dueAtMs; // Array#sort is stable: equal times keep insertion order
 }
@@ -57,23 +54,11 @@ export class TimingWheel<V = undefined> {
   readonly slots: number;
   readonly tickMs: number;
   private tick: number;
-  /** List heads and tails per slot; index `slots` is the overdue list. */
-  private readonly heads: Int32Array;
-  private readonly tails: Int32Array;
+  /** Lists 0..slots-1 are the slots; list `slots` holds entries added already past due. */
+  private readonly entries: EntryTable<V>;
   private readonly overdue: number;
   private inSlots = 0;
-
-  private capacity = 0;
-  private used = 0; // handles below this have been handed out at least once
-  private freeHead = NIL; // free handles are chained through `next`
-  // Assigned by allocate(), which the constructor calls.
-  private due!: Float64Array;
-  private next!: Int32Array;
-  private prev!: Int32Array;
-  private values!: (V | undefined)[];
-  private index!: IdIndex;
-
-  /** Lower bound of the earliest due tick; only meaningful while `nextDueKnown`. */
+  /** A lower bound of the earliest due tick, trusted while `nextDueKnown`. */
   private nextDue: number | undefined = undefined;
   private nextDueKnown = true;
 
@@ -91,9 +76,7 @@ export class TimingWheel<V = undefined> {
     this.tickMs = tickMs;
     this.tick = Math.floor(startMs / tickMs);
     this.overdue = slots;
-    this.heads = new Int32Array(slots + 1).fill(NIL);
-    this.tails = new Int32Array(slots + 1).fill(NIL);
-    this.allocate(INITIAL_CAPACITY);
+    this.entries = new EntryTable<V>(slots + 1);
   }
 
   /** The last tick processed; entries due at or before it have all been handed out. */
@@ -102,7 +85,7 @@ export class TimingWheel<V = undefined> {
   }
 
   get size(): number {
-    return this.index.size;
+    return this.entries.size;
   }
 
   /** The tick containing `ms`. */
@@ -119,69 +102,59 @@ export class TimingWheel<V = undefined> {
     return tick * this.tickMs;
   }
 
-  /** Adds or replaces (moving it to the back of its tick) the entry for `id`. O(1). */
+  /** Adds the entry for `id`, or replaces it (it then goes behind its new tick-mates). O(1). */
   add(id: EntryId, dueAtMs: number, value: V): void {
     if (typeof id === 'number' ? !Number.isFinite(id) : typeof id !== 'string') {
       throw new TypeError(`id must be a finite number or a string; got ${String(id)}`);
     }
     if (typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) {
       throw new TypeError(
-        `dueAtMs must be a finite number of epoch milliseconds; got ${dueAtMs} for id ${id}`,
+        `dueAtMs must be a finite number of epoch milliseconds; got ${String(dueAtMs)} for id ${id}`,
       );
     }
-    const existing = this.index.find(id);
+    const existing = this.entries.find(id);
     if (existing !== NIL) this.remove(existing);
 
     const dueTick = this.dueTickOf(dueAtMs);
-    const handle = this.acquire();
-    this.due[handle] = dueAtMs;
-    this.values[handle] = value;
-    this.index.insert(id, handle);
-    this.append(dueTick <= this.tick ? this.overdue : this.slotOf(dueTick), handle);
-    if (this.nextDueKnown)
+    const list = dueTick <= this.tick ? this.overdue : this.slotOf(dueTick);
+    this.entries.append(list, id, dueAtMs, value);
+    if (list !== this.overdue) this.inSlots++;
+    if (this.nextDueKnown) {
       this.nextDue = this.nextDue === undefined ? dueTick : Math.min(this.nextDue, dueTick);
+    }
   }
 
   cancel(id: EntryId): boolean {
-    const handle = this.index.find(id);
+    const handle = this.entries.find(id);
     if (handle === NIL) return false;
     this.remove(handle);
     return true;
   }
 
   has(id: EntryId): boolean {
-    return this.index.find(id) !== NIL;
+    return this.entries.find(id) !== NIL;
   }
 
   get(id: EntryId): { dueAtMs: number; value: V } | undefined {
-    const handle = this.index.find(id);
-    return handle === NIL
-      ? undefined
-      : { dueAtMs: this.due[handle], value: this.values[handle] as V };
+    const handle = this.entries.find(id);
+    if (handle === NIL) return undefined;
+    return { dueAtMs: this.entries.dueAtOf(handle), value: this.entries.valueOf(handle) };
   }
 
   /** Where the entry sits, with its cycle count derived from the pointer. */
   placementOf(id: EntryId): Placement | undefined {
-    const handle = this.index.find(id);
+    const handle = this.entries.find(id);
     if (handle === NIL) return undefined;
-    const dueTick = this.dueTickOf(this.due[handle]);
+    const dueTick = this.dueTickOf(this.entries.dueAtOf(handle));
     if (dueTick <= this.tick) return { dueTick, slot: null, cycles: 0 };
-    return {
-      dueTick,
-      slot: this.slotOf(dueTick),
-      cycles: Math.floor((dueTick - this.tick - 1) / this.slots),
-    };
+    const cycles = Math.floor((dueTick - this.tick - 1) / this.slots);
+    return { dueTick, slot: this.slotOf(dueTick), cycles };
   }
 
-  /** Drops every entry and shrinks the storage back; the pointer stays where it is. */
+  /** Drops every entry and gives memory back; the pointer stays where it is. */
   clear(): void {
-    this.heads.fill(NIL);
-    this.tails.fill(NIL);
+    this.entries.clear();
     this.inSlots = 0;
-    this.used = 0;
-    this.freeHead = NIL;
-    this.capacity = 0;
-    this.allocate(INITIAL_CAPACITY);
     this.nextDue = undefined;
     this.nextDueKnown = true;
   }
@@ -190,11 +163,13 @@ export class TimingWheel<V = undefined> {
    * Hands out, earliest first, every entry due by `nowMs`: first the overdue list (entries
    * added already past due), then tick by tick up to tickOf(nowMs), at most `maxTicks` ticks
    * per call so a driver can yield between batches. The pointer stays on the last tick
-   * processed, except that it jumps straight to tickOf(nowMs) once the wheel is empty.
+   * processed, except that it jumps straight to tickOf(nowMs) once the slots are empty.
    */
   advance(nowMs: number, maxTicks = Infinity): DueEntry<V>[] {
     if (typeof nowMs !== 'number' || !Number.isFinite(nowMs)) {
-      throw new TypeError(`nowMs must be a finite number of epoch milliseconds; got ${nowMs}`);
+      throw new TypeError(
+        `nowMs must be a finite number of epoch milliseconds; got ${String(nowMs)}`,
+      );
     }
     if (!(maxTicks >= 1) || (maxTicks !== Infinity && !Number.isInteger(maxTicks))) {
       throw new RangeError(`maxTicks must be a positive integer or Infinity; got ${maxTicks}`);
@@ -239,22 +214,24 @@ export class TimingWheel<V = undefined> {
 
   private sweep(end: number, fired: DueEntry<V>[]): void {
     const batch: DueEntry<V>[] = [];
-    for (let slot = 0; slot < this.slots && this.inSlots > 0; slot++)
+    for (let slot = 0; slot < this.slots && this.inSlots > 0; slot++) {
       this.collect(slot, end, batch, false);
+    }
     batch.sort(byDueTime);
     for (const entry of batch) fired.push(entry);
     this.tick = end;
   }
 
-  /** Moves the entries of one list due by `byTick` into `out`, sorted unless told not to. */
+  /** Moves the entries of one list due by `byTick` to `out`, sorted unless told not to. */
   private collect(list: number, byTick: number, out: DueEntry<V>[], sort = true): void {
+    const { entries } = this;
     const start = out.length;
-    for (let handle = this.heads[list]; handle !== NIL;) {
-      const following = this.next[handle];
-      const dueAtMs = this.due[handle];
+    for (let handle = entries.first(list); handle !== NIL;) {
+      const following = entries.after(handle);
+      const dueAtMs = entries.dueAtOf(handle);
       const tick = this.dueTickOf(dueAtMs);
       if (tick <= byTick) {
-        out.push({ id: this.index.idOf(handle), dueAtMs, value: this.values[handle] as V, tick });
+        out.push({ id: entries.idOf(handle), dueAtMs, value: entries.valueOf(handle), tick });
         this.remove(handle, list);
       }
       handle = following;
@@ -266,16 +243,17 @@ export class TimingWheel<V = undefined> {
   }
 
   private scanNextDue(): number {
+    const { entries } = this;
     let earliest = Infinity;
-    for (let h = this.heads[this.overdue]; h !== NIL; h = this.next[h]) {
-      earliest = Math.min(earliest, this.dueTickOf(this.due[h]));
+    for (let h = entries.first(this.overdue); h !== NIL; h = entries.after(h)) {
+      earliest = Math.min(earliest, this.dueTickOf(entries.dueAtOf(h)));
     }
     if (earliest !== Infinity) return earliest;
     // Slots in pointer order: the first entry whose due tick is the tick being looked at is
     // the earliest. If none is within a revolution, the pass has seen every entry anyway.
     for (let tick = this.tick + 1; tick <= this.tick + this.slots; tick++) {
-      for (let h = this.heads[this.slotOf(tick)]; h !== NIL; h = this.next[h]) {
-        const dueTick = this.dueTickOf(this.due[h]);
+      for (let h = entries.first(this.slotOf(tick)); h !== NIL; h = entries.after(h)) {
+        const dueTick = this.dueTickOf(entries.dueAtOf(h));
         if (dueTick === tick) return tick;
         earliest = Math.min(earliest, dueTick);
       }
@@ -288,71 +266,17 @@ export class TimingWheel<V = undefined> {
     return slot < 0 ? slot + this.slots : slot;
   }
 
-  private listOf(handle: number): number {
-    const dueTick = this.dueTickOf(this.due[handle]);
-    // Invariant: the wheel's slots only hold entries due after the pointer.
-    return dueTick <= this.tick ? this.overdue : this.slotOf(dueTick);
-  }
-
-  private append(list: number, handle: number): void {
-    const tail = this.tails[list];
-    this.prev[handle] = tail;
-    this.next[handle] = NIL;
-    if (tail === NIL) this.heads[list] = handle;
-    else this.next[tail] = handle;
-    this.tails[list] = handle;
-    if (list !== this.overdue) this.inSlots++;
-  }
-
-  private remove(handle: number, list = this.listOf(handle)): void {
-    const before = this.prev[handle];
-    const after = this.next[handle];
-    if (before === NIL) this.heads[list] = after;
-    else this.next[before] = after;
-    if (after === NIL) this.tails[list] = before;
-    else this.prev[after] = before;
+  private remove(handle: number, list?: number): void {
+    if (list === undefined) {
+      const dueTick = this.dueTickOf(this.entries.dueAtOf(handle));
+      list = dueTick <= this.tick ? this.overdue : this.slotOf(dueTick);
+    }
+    this.entries.delete(handle, list);
     if (list !== this.overdue) this.inSlots--;
-
-    this.index.remove(handle);
-    this.values[handle] = undefined;
-    this.next[handle] = this.freeHead;
-    this.freeHead = handle;
     if (this.size === 0) {
+      // Nothing left to bound: forget ticks of cancelled entries, so the next add is exact.
       this.nextDue = undefined;
       this.nextDueKnown = true;
     }
-  }
-
-  private acquire(): number {
-    if (this.freeHead !== NIL) {
-      const handle = this.freeHead;
-      this.freeHead = this.next[handle];
-      return handle;
-    }
-    if (this.used === this.capacity) this.allocate(this.capacity * 2);
-    return this.used++;
-  }
-
-  /** Doubling keeps add amortised O(1); starting from scratch when capacity is 0. */
-  private allocate(capacity: number): void {
-    const fresh = this.capacity === 0;
-    const due = new Float64Array(capacity);
-    const next = new Int32Array(capacity);
-    const prev = new Int32Array(capacity);
-    const values = new Array<V | undefined>(capacity);
-    if (!fresh) {
-      due.set(this.due);
-      next.set(this.next);
-      prev.set(this.prev);
-      for (let i = 0; i < this.capacity; i++) values[i] = this.values[i];
-      this.index.growHandles(capacity);
-    } else {
-      this.index = new IdIndex(capacity);
-    }
-    this.due = due;
-    this.next = next;
-    this.prev = prev;
-    this.values = values;
-    this.capacity = capacity;
   }
 }

@@ -1,0 +1,17 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** The Idempotency-Key of a `POST /orders`, the hash of its body and the order it created. */
+@Entity({ name: 'order_idempotency_key' })
+export class OrderIdempotencyKey {
+  @PrimaryColumn({ type: 'text' })
+  key!: string;
+
+  @Column({ name: 'request_hash', type: 'text' })
+  requestHash!: string;
+
+  @Column({ name: 'order_id', type: 'uuid' })
+  orderId!: string;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+}

@@ -1,0 +1,52 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { CLOCK, DelayedTaskHandler, type Clock, type TaskContext } from '../delay/index.js';
+import { UUID_PATTERN } from './order-id.js';
+import type { Order } from './order.entity.js';
+import { applyTransition, lockOrder } from './order.store.js';
+import { AUTO_REVIEW_TASK, CLOSE_UNPAID_TASK, type OrderTaskPayload } from './order-tasks.js';
+import * as rules from './order-transitions.js';
+
+/**
+ * The system's side of the lifecycle. Each handler runs in the delayed task's
+ * claim transaction and writes only through its `manager`, so the order's
+ * change commits together with the task's executed_at: exactly once. The
+ * order is locked and the rule checked again: a user who paid or reviewed
+ * first makes the task a no-op.
+ */
+@Injectable()
+export class OrderTaskHandlers {
+  private readonly logger = new Logger('OrderTaskHandlers');
+
+  constructor(@Inject(CLOCK) private readonly clock: Clock) {}
+
+  @DelayedTaskHandler(CLOSE_UNPAID_TASK)
+  closeUnpaid(payload: OrderTaskPayload, { manager }: TaskContext<OrderTaskPayload>): Promise<void> {
+    return this.step(payload, manager, rules.closeUnpaid);
+  }
+
+  @DelayedTaskHandler(AUTO_REVIEW_TASK)
+  autoReview(payload: OrderTaskPayload, { manager }: TaskContext<OrderTaskPayload>): Promise<void> {
+    return this.step(payload, manager, rules.autoReview);
+  }
+
+  private async step(
+    payload: OrderTaskPayload,
+    manager: EntityManager,
+    decide: (order: Order, now: Date) => rules.Transition | undefined,
+  ): Promise<void> {
+    const orderId = payload?.orderId;
+    // Thrown, a bad payload is retried and then dead-lettered with this message.
+    if (typeof orderId !== 'string' || !UUID_PATTERN.test(orderId)) {
+      throw new Error(`payload.orderId must be a UUID; got ${JSON.stringify(payload)}`);
+    }
+    const order = await lockOrder(manager, orderId);
+    if (!order) {
+      this.logger.warn(`Order ${orderId} not found; nothing to do`);
+      return;
+    }
+    const now = new Date(this.clock.now());
+    const transition = decide(order, now);
+    if (transition) await applyTransition(manager, order, transition, now);
+  }
+}

@@ -1,0 +1,10 @@
+/** The delayed tasks an order schedules: their types, business keys and payload. */
+export const CLOSE_UNPAID_TASK = 'order.close-unpaid';
+export const AUTO_REVIEW_TASK = 'order.auto-review';
+
+export interface OrderTaskPayload {
+  orderId: string;
+}
+
+export const closeUnpaidKey = (orderId: string) => `order:${orderId}:close-unpaid`;
+export const autoReviewKey = (orderId: string) => `order:${orderId}:auto-review`;

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OrderEvent } from './order-event.entity.js';
+import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
+import { OrderTaskHandlers } from './order-task.handlers.js';
+import { Order } from './order.entity.js';
+import { OrdersController } from './orders.controller.js';
+import { OrdersService } from './orders.service.js';
+
+/**
+ * Orders and their delayed steps. Needs the global DelayModule (DelayService,
+ * CLOCK) and APP_CONFIG; its handlers are found by DelayModule's explorer.
+ */
+@Module({
+  imports: [TypeOrmModule.forFeature([Order, OrderEvent, OrderIdempotencyKey])],
+  controllers: [OrdersController],
+  providers: [OrdersService, OrderTaskHandlers],
+})
+export class OrdersModule {}

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/app-config.token.js';
+import { isTransientConflict } from '../database/postgres-errors.js';
+import { CLOCK, DelayService, type Clock } from '../delay/index.js';
+import { createRequestHash } from './create-request-hash.js';
+import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
+import { OrderNotFoundError } from './errors/order-not-found.error.js';
+import { decodeCursor, encodeCursor } from './order-cursor.js';
+import { OrderEvent } from './order-event.entity.js';
+import type { OrderStatus } from './order-status.js';
+import { appendEvent, applyTransition, claimIdempotencyKey, lockOrder } from './order.store.js';
+import { AUTO_REVIEW_TASK, autoReviewKey, CLOSE_UNPAID_TASK, closeUnpaidKey, type OrderTaskPayload } from './order-tasks.js';
+import * as rules from './order-transitions.js';
+import { Order } from './order.entity.js';
+
+export interface NewOrder {
+  userId: string;
+  amountCents: number;
+}
+
+export interface OrderFilter {
+  status?: OrderStatus;
+  userId?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export const DEFAULT_PAGE_SIZE = 20;
+/** A deadlock or serialization failure rolls everything back; running it again is safe. */
+const MAX_TRANSACTION_ATTEMPTS = 3;
+
+/**
+ * The order lifecycle. Every change locks the order row, checks the rule,
+ * writes the change, its `order_event` row and the delayed task it schedules
+ * or cancels, all in one transaction: a rejected request changes nothing.
+ */
+@Injectable()
+export class OrdersService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly delay: DelayService,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * With an Idempotency-Key, the first request with the key creates the order;
+   * a later one with the same body gets that order back (as it is now), one
+   * with another body a 409.
+   */
+  create(input: NewOrder, idempotencyKey?: string): Promise<Order> {
+    return this.transaction(async (manager) => {
+      const now = new Date(this.clock.now());
+      const id = randomUUID();
+      if (idempotencyKey !== undefined) {
+        const requestHash = createRequestHash(input);
+        const earlier = await claimIdempotencyKey(manager, { key: idempotencyKey, requestHash, orderId: id, at: now });
+        if (earlier) {
+          if (earlier.requestHash !== requestHash) throw new IdempotencyKeyReusedError(idempotencyKey);
+          return manager.findOneByOrFail(Order, { id: earlier.orderId });
+        }
+      }
+      const order = manager.create(Order, {
+        id,
+        userId: input.userId,
+        amountCents: input.amountCents,
+        status: 'PENDING_PAYMENT',
+        closeReason: null,
+        reviewStatus: 'NONE',
+        stars: null,
+        comment: null,
+        createdAt: now,
+        paidAt: null,
+        finishedAt: null,
+        closedAt: null,
+        reviewedAt: null,
+        paymentDeadline: new Date(now.getTime() + this.config.orderPaymentTimeoutMs),
+        autoReviewAt: null,
+      });
+      await manager.insert(Order, order);
+      await appendEvent(manager, id, { type: 'CREATED', actor: 'user', data: { userId: input.userId, amountCents: input.amountCents } }, now);
+      await this.delay.schedule<OrderTaskPayload>(
+        { type: CLOSE_UNPAID_TASK, payload: { orderId: id }, runAt: order.paymentDeadline!, key: closeUnpaidKey(id) },
+        { manager },
+      );
+      return order;
+    });
+  }
+
+  async get(id: string): Promise<Order> {
+    const order = await this.dataSource.manager.findOneBy(Order, { id });
+    if (!order) throw new OrderNotFoundError(id);
+    return order;
+  }
+
+  /** Newest first, by (createdAt, id); the cursor is where the previous page ended. */
+  async list(filter: OrderFilter): Promise<{ items: Order[]; nextCursor: string | null }> {
+    const limit = filter.limit ?? DEFAULT_PAGE_SIZE;
+    const query = this.dataSource.manager.createQueryBuilder(Order, 'o');
+    if (filter.status !== undefined) query.andWhere('o.status = :status', { status: filter.status });
+    if (filter.userId !== undefined) query.andWhere('o.userId = :userId', { userId: filter.userId });
+    if (filter.cursor !== undefined) {
+      const after = decodeCursor(filter.cursor);
+      query.andWhere('(o.createdAt, o.id) < (:afterCreatedAt, :afterId)', {
+        afterCreatedAt: after.createdAt,
+        afterId: after.id,
+      });
+    }
+    // One row more than asked tells whether there is a next page.
+    const rows = await query.orderBy('o.createdAt', 'DESC').addOrderBy('o.id', 'DESC').limit(limit + 1).getMany();
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+  }
+
+  async history(id: string): Promise<OrderEvent[]> {
+    await this.get(id);
+    return this.dataSource.manager.find(OrderEvent, { where: { orderId: id }, order: { id: 'ASC' } });
+  }
+
+  pay(id: string): Promise<Order> {
+    return this.transition(id, closeUnpaidKey(id), (order, now) => rules.pay(order, now));
+  }
+
+  cancel(id: string): Promise<Order> {
+    return this.transition(id, closeUnpaidKey(id), (order, now) => rules.cancelByUser(order, now));
+  }
+
+  finish(id: string): Promise<Order> {
+    return this.transition(
+      id,
+      undefined,
+      (order, now) => rules.finish(order, now, new Date(now.getTime() + this.config.orderAutoReviewDelayMs)),
+      async (order, manager) => {
+        await this.delay.schedule<OrderTaskPayload>(
+          { type: AUTO_REVIEW_TASK, payload: { orderId: id }, runAt: order.autoReviewAt!, key: autoReviewKey(id) },
+          { manager },
+        );
+      },
+    );
+  }
+
+  review(id: string, stars: number, comment: string | null): Promise<Order> {
+    return this.transition(id, autoReviewKey(id), (order, now) => rules.review(order, now, stars, comment));
+  }
+
+  /**
+   * One user transition. The pending task it makes moot is cancelled before
+   * the order is locked: the claim transaction of a firing task locks the task
+   * row and then (in the handler) the order, so taking the two locks in the
+   * same order makes a racing user action wait instead of deadlock. If the
+   * rule then says no, the rollback undoes the cancel too.
+   */
+  private transition(
+    id: string,
+    taskToCancel: string | undefined,
+    decide: (order: Order, now: Date) => rules.Transition,
+    afterwards?: (order: Order, manager: EntityManager) => Promise<void>,
+  ): Promise<Order> {
+    return this.transaction(async (manager) => {
+      if (taskToCancel !== undefined) await this.delay.cancel(taskToCancel, { manager });
+      const order = await lockOrder(manager, id);
+      if (!order) throw new OrderNotFoundError(id);
+      const now = new Date(this.clock.now());
+      await applyTransition(manager, order, decide(order, now), now);
+      await afterwards?.(order, manager);
+      return order;
+    });
+  }
+
+  private async transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dataSource.transaction(work);
+      } catch (error) {
+        if (attempt >= MAX_TRANSACTION_ATTEMPTS || !isTransientConflict(error)) throw error;
+      }
+    }
+  }
+}
