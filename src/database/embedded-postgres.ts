@@ -20,7 +20,10 @@ export interface EmbeddedPostgres {
 export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
   const db = await PGlite.create(dataDir);
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
+  // More than one socket may be open (a pool that is closing while the next one
+  // connects, a migration CLI); PGlite still runs one statement stream at a time
+  // and keeps a transaction's statements together, which is why the app's pool is one.
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
   await server.start();
   const address = server.getServerConn();
   let stopped = false;

@@ -102,6 +102,37 @@ describe('TickDriver with a ManualClock', () => {
     driver.stop();
   });
 
+  it('arms no second timer when poked while catching up', async () => {
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const wheel = new TimingWheel<string>({ tickMs: SECOND, slots: 60, startMs: t0 });
+    const fired: EntryId[] = [];
+    const driver: TickDriver<string> = new TickDriver({
+      wheel,
+      clock,
+      maxTicksPerBatch: 1,
+      onDue: (entries) => {
+        for (const { id } of entries) {
+          fired.push(id);
+          if (id === 1) {
+            wheel.add('extra', t0 + 2_500, 'x');
+            driver.poke(t0 + 2_500);
+          }
+        }
+      },
+    });
+    for (let i = 1; i <= 4; i++) wheel.add(i, t0 + i * SECOND, 'x');
+    driver.start();
+
+    clock.advance(4 * SECOND);
+    expect(fired).toEqual([1]);
+    expect(clock.pendingTimers).toBe(0); // the catch-up loop owns the wheel until it sleeps
+    await until(() => fired.length === 5);
+    expect(fired).toEqual([1, 2, 'extra', 3, 4]);
+    expect(clock.pendingTimers).toBe(0);
+    driver.stop();
+  });
+
   it('stop during a catch-up cancels the pending batch', async () => {
     const { clock, wheel, driver, fired, t0 } = manualSetup(1);
     for (let i = 1; i <= 5; i++) wheel.add(i, t0 + i * SECOND, 'x');

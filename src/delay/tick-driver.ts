@@ -29,6 +29,8 @@ export class TickDriver<V> {
   private readonly maxTicksPerBatch: number;
 
   private isRunning = false;
+  /** From a wake until it sleeps again: the loop re-arms from the wheel when done. */
+  private processing = false;
   private timer: TimerHandle | undefined;
   private immediate: ReturnType<typeof setImmediate> | undefined;
   private armedDeadline: number | undefined;
@@ -51,11 +53,6 @@ export class TickDriver<V> {
     return this.isRunning;
   }
 
-  /** The deadline of the timer currently armed, if any. */
-  get sleepingUntil(): number | undefined {
-    return this.armedDeadline;
-  }
-
   /** The last deadline a timer was armed for; always a multiple of the wheel's tickMs. */
   get lastDeadline(): number | undefined {
     return this.lastArmed;
@@ -70,6 +67,7 @@ export class TickDriver<V> {
   /** Cancels the timer and any pending catch-up batch: nothing fires after this returns. */
   stop(): void {
     this.isRunning = false;
+    this.processing = false;
     this.disarm();
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.immediate = undefined;
@@ -77,8 +75,9 @@ export class TickDriver<V> {
 
   /** Tells the driver an entry due at `dueAtMs` was just added, in case it sleeps past it. */
   poke(dueAtMs: number): void {
-    // While catching up, the batch loop re-arms from the wheel when it is done.
-    if (!this.isRunning || this.immediate !== undefined) return;
+    // Mid-batch or catching up, the loop re-arms from the wheel (which knows the entry)
+    // when done; a timer armed now could start a second loop alongside it.
+    if (!this.isRunning || this.processing) return;
     const deadline = this.wheel.deadlineOf(this.wheel.dueTickOf(dueAtMs));
     if (this.armedDeadline === undefined || deadline < this.armedDeadline) this.arm(deadline);
   }
@@ -97,6 +96,7 @@ export class TickDriver<V> {
     this.timer = this.clock.setTimer(deadline, () => {
       this.timer = undefined;
       this.armedDeadline = undefined;
+      this.processing = true;
       if (this.onWake) this.guard(this.onWake, deadline, this.clock.now());
       this.runBatch();
     });
@@ -110,15 +110,16 @@ export class TickDriver<V> {
 
   private runBatch(): void {
     this.immediate = undefined;
-    if (!this.isRunning) return;
+    if (!this.processing) return;
     const now = this.clock.now();
     const due = this.wheel.advance(now, this.maxTicksPerBatch);
     if (due.length > 0) this.guard(this.onDue, due);
-    if (!this.isRunning) return; // onDue may have stopped us
+    if (!this.processing) return; // onDue stopped us (and maybe restarted: that loop goes on)
     if (this.wheel.currentTick < this.wheel.tickOf(now)) {
       // Behind after a stall: yield so I/O is not starved, then process the next ticks.
       this.immediate = setImmediate(() => this.runBatch());
     } else {
+      this.processing = false;
       this.sleep();
     }
   }

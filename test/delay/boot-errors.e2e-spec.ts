@@ -2,6 +2,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { DelayedTaskHandler, DuplicateHandlerError } from '../../src/delay/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp } from './delay-test-app.js';
+import { resolveDelayOptions } from '../../src/delay/delay.options.js';
 
 @Injectable()
 class SecondEffectHandler {
@@ -27,8 +28,10 @@ describe('boot', () => {
     );
   });
 
-  it('names the option that is wrong', async () => {
-    await expect(createDelayTestApp(db, { tickMs: 0 })).rejects.toThrow(/tickMs must be a positive integer/);
-    await expect(createDelayTestApp(db, { lease: 'forever' })).rejects.toThrow(/lease must be/);
+  it('names the option that is wrong', () => {
+    expect(() => resolveDelayOptions({ tickMs: 0 })).toThrow(/DelayModule option tickMs must be a positive integer; got 0/);
+    expect(() => resolveDelayOptions({ lease: 'forever' })).toThrow(/DelayModule option lease must be/);
+    expect(() => resolveDelayOptions({ retry: { jitter: 2 } })).toThrow(/retry.jitter must be between 0 and 1/);
+    expect(() => resolveDelayOptions({ window: 10, tickMs: 1000 })).toThrow(/window must be at least one tick/);
   });
 });

@@ -99,7 +99,13 @@ export async function createDelayTestApp(
   const { DataSource } = await import('typeorm');
   const dataSource = moduleRef.get(DataSource);
   await dataSource.query(EFFECT_TABLE);
-  await moduleRef.init();
+  try {
+    await moduleRef.init();
+  } catch (error) {
+    // A failed boot must not leave its pool open behind the test.
+    await moduleRef.close().catch(() => undefined);
+    throw error;
+  }
   return {
     moduleRef,
     delay: moduleRef.get(DelayService),

@@ -18,7 +18,7 @@ describe('restart', () => {
     for (let i = 0; i < 60; i++) {
       scheduled.push(await first.delay.schedule({ type: 'test.effect', delay: (i % 20) * MINUTE + 1000 }));
     }
-    // Ten already fired before the "crash".
+    // Three (those due at +1 s) fired before the "crash".
     clock.advance(1000);
     await first.delay.drain();
     const firedBefore = Number((await first.query(`SELECT count(*) FROM effect`))[0].count);
@@ -29,7 +29,8 @@ describe('restart', () => {
 
     // The app is down for 30 minutes: every remaining task falls due meanwhile.
     clock.advance(30 * MINUTE);
-    const second = await createDelayTestApp(db, { instanceId: 'second', lease: '30s' }, clock);
+    // Concurrency 1, so that the order of effects is the order of claims.
+    const second = await createDelayTestApp(db, { instanceId: 'second', lease: '30s', concurrency: 1 }, clock);
     try {
       // The first instance's lease expired long ago: the second takes its tasks at boot.
       await second.delay.drain();

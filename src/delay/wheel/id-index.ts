@@ -3,8 +3,8 @@
  *
  * A `Map<id, handle>` measured ~29 bytes per entry at a million entries, half the wheel's
  * whole budget. This open-addressing table stores only `handle + 1` in an Int32Array kept at
- * most half full (4–8 bytes per entry) and reads keys back from `ids[handle]`, so a key is
- * never stored twice. Linear probing with backward-shift deletion: no tombstones, so lookups
+ * most half full (8–16 bytes per entry, ~8 at a million) and reads keys back from
+ * `ids[handle]`, so a key is never stored twice. Like the wheel's arrays it never shrinks. Linear probing with backward-shift deletion: no tombstones, so lookups
  * stay short however many cancels and re-adds go through it.
  */
 export type EntryId = number | string;
