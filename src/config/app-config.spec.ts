@@ -1,0 +1,44 @@
+import { ConfigError, loadConfig } from './app-config.js';
+
+describe('loadConfig', () => {
+  it('has defaults that run the service on the embedded database', () => {
+    expect(loadConfig({})).toMatchObject({
+      port: 3000,
+      databaseUrl: undefined,
+      pgliteDir: './.data/pglite',
+      dbPoolSize: 1,
+      migrationsRun: true,
+      orderPaymentTimeoutMs: 30 * 60_000,
+      orderAutoReviewDelayMs: 48 * 3_600_000,
+      delayTickMs: 1000,
+      delayWheelSlots: 3600,
+      delayLeaseMs: 30_000,
+    });
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/d' }).dbPoolSize).toBe(10);
+  });
+
+  it('reads durations with units or as milliseconds', () => {
+    const config = loadConfig({ ORDER_PAYMENT_TIMEOUT: '1s', ORDER_AUTO_REVIEW_DELAY: '2500', DELAY_WINDOW: '2d' });
+    expect(config.orderPaymentTimeoutMs).toBe(1000);
+    expect(config.orderAutoReviewDelayMs).toBe(2500);
+    expect(config.delayWindowMs).toBe(2 * 86_400_000);
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://root@localhost/db'],
+    ['DATABASE_URL', 'not a url'],
+    ['ORDER_PAYMENT_TIMEOUT', '30 minutes'],
+    ['ORDER_PAYMENT_TIMEOUT', '-5m'],
+    ['ORDER_AUTO_REVIEW_DELAY', '0'],
+    ['DELAY_TICK_MS', '1.5'],
+    ['DELAY_WHEEL_SLOTS', '0'],
+    ['DELAY_LEASE', '10ms'],
+    ['MIGRATIONS_RUN', 'maybe'],
+    ['DB_POOL_SIZE', '0'],
+  ])('rejects %s=%s with an error naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name} `));
+  });
+});
