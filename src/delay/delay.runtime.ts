@@ -100,7 +100,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.stopping = true;
     this.driver.stop();
     const finished = await this.executor.stop(this.options.shutdownTimeoutMs);
-    if (!finished) this.logger.warn(`Handlers still running after ${this.options.shutdownTimeoutMs} ms; their tasks stay pending`);
+    if (!finished) {
+      this.logger.warn(
+        `Handlers still running after ${this.options.shutdownTimeoutMs} ms were cut off; their transactions rolled back and their tasks stay pending`,
+      );
+    }
     try {
       await this.loader.stop(release && this.dataSource.isInitialized);
     } catch (error) {
@@ -145,6 +149,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   async drain(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
+      if (this.stopping) return;
       const due = this.wheel.advance(this.clock.now());
       if (due.length > 0) this.executor.enqueue(due.map((e) => e.id as number));
       if (!this.loader.busy && this.executor.idle && due.length === 0) return;

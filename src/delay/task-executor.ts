@@ -36,6 +36,7 @@ export class TaskExecutor {
   private inFlight = 0;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
+  private readonly active = new Set<QueryRunner>();
   readonly stats: ExecutorStats = { executed: 0, failed: 0, deadLettered: 0, batches: 0 };
 
   constructor(
@@ -67,12 +68,28 @@ export class TaskExecutor {
     this.pump();
   }
 
-  /** Stops taking work and waits (up to the limit) for batches in flight. */
+  /**
+   * Stops taking work and waits (up to the limit) for batches in flight. Past
+   * the limit their connections are closed, which rolls their transactions
+   * back: exactly what a crash would do, so those tasks stay pending.
+   */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopped = true;
     this.queue = [];
     this.head = 0;
     this.queued.clear();
+    if (await this.waitIdle(timeoutMs)) return true;
+    // Releasing with an error makes the pool destroy the connection instead of reusing it.
+    const cutOff = new Error('DelayModule shutting down: handler did not finish in time');
+    for (const runner of this.active) {
+      const pgRunner = runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> };
+      await pgRunner.releasePostgresConnection?.(cutOff).catch(() => undefined);
+    }
+    this.active.clear();
+    return false;
+  }
+
+  private async waitIdle(timeoutMs: number): Promise<boolean> {
     if (this.inFlight === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const finished = await Promise.race([
@@ -118,6 +135,7 @@ export class TaskExecutor {
     const counts = { executed: 0, failed: 0, dead: 0 };
     try {
       runner = this.dataSource.createQueryRunner();
+      this.active.add(runner);
       await runner.connect();
       await runner.startTransaction();
       const nowMs = this.clock.now();
@@ -125,9 +143,10 @@ export class TaskExecutor {
       const claimed = ((await runner.query(CLAIM_TASKS, [ids, now], true)).records as TaskRow[]).sort(
         (a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id),
       );
+      const fence = { taken: false };
       for (const row of claimed) {
         claimedIds.add(Number(row.id));
-        const outcome = await this.runOne(runner, row, nowMs);
+        const outcome = await this.runOne(runner, row, nowMs, fence);
         if (outcome === 'executed') counts.executed++;
         else if (outcome === 'dead') counts.dead++;
         else {
@@ -144,12 +163,14 @@ export class TaskExecutor {
       retries.length = 0;
       claimedIds.clear();
       if (runner?.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      if (this.stopped) return;
       this.logger.error(`Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`);
       // Nothing committed: every id is still pending in the database.
       const later = this.clock.now() + Math.max(this.options.tickMs, 1000);
       for (const id of ids) this.hooks.requeue(id, later);
       return;
     } finally {
+      if (runner) this.active.delete(runner);
       await runner?.release().catch(() => undefined);
     }
     for (const retry of retries) {
@@ -165,6 +186,7 @@ export class TaskExecutor {
     runner: QueryRunner,
     row: TaskRow,
     nowMs: number,
+    fence: { taken: boolean },
   ): Promise<'executed' | 'dead' | { id: number; dueAtMs: number; held: boolean }> {
     const now = new Date(nowMs);
     const handler = this.registry.get(row.type);
@@ -174,10 +196,13 @@ export class TaskExecutor {
       this.logger.error(`Task ${row.id} (${row.type}): ${message}`);
       return 'dead';
     }
-    await runner.query('SAVEPOINT delayed_task');
+    // One round trip per task for the fence: the previous task's savepoint is
+    // released and this one's taken in one simple-protocol query; COMMIT
+    // releases the last.
+    await runner.query(fence.taken ? 'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task' : 'SAVEPOINT delayed_task');
+    fence.taken = true;
     try {
       await handler(row.payload, { task: toTask(row), manager: runner.manager, instanceId: this.options.instanceId });
-      await runner.query('RELEASE SAVEPOINT delayed_task');
       return 'executed';
     } catch (error) {
       await runner.query('ROLLBACK TO SAVEPOINT delayed_task');

@@ -15,7 +15,8 @@ const effects = (taskId: string) => count(`SELECT count(*) FROM effect WHERE tas
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  t = await createDelayTestApp(db, { retry: { baseDelay: '10s', maxDelay: '1m', jitter: 0 } });
+  // Concurrency 1: tasks due together are claimed in one batch, one transaction.
+  t = await createDelayTestApp(db, { concurrency: 1, retry: { baseDelay: '10s', maxDelay: '1m', jitter: 0 } });
 });
 
 afterAll(async () => {
@@ -204,6 +205,31 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     expect(retried).toMatchObject({ state: 'pending', attempts: 0 });
     await t.delay.drain();
     expect(await t.delay.get(task.id)).toMatchObject({ state: 'pending', attempts: 1 });
+  });
+
+  it('in one batch, a failing handler and an unknown type undo only themselves', async () => {
+    const due = t.clock.now() + MINUTE;
+    await t.query(
+      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at) VALUES ('vanished.type', 'null', $1, $2, $2)`,
+      [new Date(due), new Date(t.clock.now())],
+    );
+    const tasks = [];
+    for (let i = 0; i < 6; i++) {
+      tasks.push(await t.delay.schedule({ type: 'test.effect', runAt: due, payload: i === 2 ? { fail: 1 } : null }));
+    }
+    await t.runtime.refresh();
+    const batchesBefore = t.delay.stats().batches;
+    t.clock.advance(MINUTE);
+    await t.delay.drain();
+    expect(t.delay.stats().batches - batchesBefore).toBe(1);
+    const counts = await Promise.all(tasks.map((task) => effects(task.id)));
+    expect(counts).toEqual([1, 1, 0, 1, 1, 1]);
+    expect(await t.delay.get(tasks[2].id)).toMatchObject({ state: 'pending', attempts: 1 });
+    const [vanished] = await t.query(`SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`);
+    expect(vanished.dead_at).not.toBeNull();
+    t.clock.advance(10 * SECOND);
+    await t.delay.drain();
+    expect(await effects(tasks[2].id)).toBe(1);
   });
 
   it('dead-letters a due task whose type no handler here knows, with a clear last_error', async () => {

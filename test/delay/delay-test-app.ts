@@ -19,8 +19,8 @@ import { DelayRuntime } from '../../src/delay/delay.runtime.js';
 export class HandlerBehaviour {
   /** payload.fail = number of times to throw before succeeding (per task). */
   readonly failures = new Map<string, number>();
-  /** Called in the handler before its write, to block or observe. */
-  beforeEffect: ((payload: any, context: TaskContext) => Promise<void> | void) | undefined;
+  /** Called in the handler after its write, to block or observe. */
+  afterEffect: ((payload: any, context: TaskContext) => Promise<void> | void) | undefined;
   calls = 0;
 }
 
@@ -41,8 +41,8 @@ export class TestHandlers {
   async effect(payload: { fail?: number } | null, context: TaskContext) {
     const { task, manager } = context;
     this.behaviour.calls++;
-    await this.behaviour.beforeEffect?.(payload, context);
     await record(manager, task.id, context.instanceId, task.executedAt ?? new Date());
+    await this.behaviour.afterEffect?.(payload, context);
     const failed = this.behaviour.failures.get(task.id) ?? 0;
     if (payload?.fail !== undefined && failed < payload.fail) {
       this.behaviour.failures.set(task.id, failed + 1);

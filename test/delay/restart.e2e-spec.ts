@@ -71,3 +71,38 @@ describe('restart', () => {
     }
   });
 });
+
+describe('a crash between claim and commit', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.drop());
+
+  it('leaves the task pending, and the next instance runs it exactly once', async () => {
+    const clock = new ManualClock();
+    const first = await createDelayTestApp(db, { instanceId: 'hangs', shutdownTimeout: '200ms' }, clock);
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    // The handler writes its effect, then never returns: the process "dies" mid-transaction.
+    first.behaviour.afterEffect = () => {
+      entered();
+      return new Promise<void>(() => undefined);
+    };
+    const task = await first.delay.schedule({ type: 'test.effect', delay: 1000 });
+    clock.advance(1000);
+    void first.delay.drain().catch(() => undefined);
+    await inHandler;
+    await first.close();
+
+    const second = await createDelayTestApp(db, { instanceId: 'hangs' }, clock);
+    try {
+      await second.delay.drain();
+      expect(await second.delay.get(task.id)).toMatchObject({ state: 'executed', attempts: 1 });
+      expect((await second.query(`SELECT count(*)::int AS n FROM effect WHERE task_id = $1`, [task.id]))[0].n).toBe(1);
+      expect(second.behaviour.calls).toBe(1);
+    } finally {
+      await second.close();
+    }
+  });
+});
