@@ -1,5 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
-import { DelayedTaskHandler, DuplicateHandlerError } from '../../src/delay/index.js';
+import { DelayedTaskHandler, DuplicateHandlerError, ManualClock } from '../../src/delay/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp } from './delay-test-app.js';
 import { resolveDelayOptions } from '../../src/delay/delay.options.js';
@@ -26,6 +26,15 @@ describe('boot', () => {
     await expect(createDelayTestApp(db, {}, undefined, [{ module: DuplicateModule }])).rejects.toThrow(
       /Two handlers for delayed task type "test.effect": TestHandlers.effect and SecondEffectHandler.handle/,
     );
+  });
+
+  it('leaves no timer behind after close', async () => {
+    const clock = new ManualClock();
+    const app = await createDelayTestApp(db, {}, clock);
+    await app.delay.schedule({ type: 'test.effect', delay: '5m' });
+    expect(clock.pendingTimers).toBeGreaterThan(0);
+    await app.close();
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('names the option that is wrong', () => {
