@@ -38,8 +38,12 @@ export class CreateOrders1763800001000 implements MigrationInterface {
       )`);
     // GET /orders pages newest first by (created_at, id), optionally filtered.
     await queryRunner.query(`CREATE INDEX orders_created_idx ON orders (created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX orders_status_created_idx ON orders (status, created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX orders_user_created_idx ON orders (user_id, created_at DESC, id DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX orders_status_created_idx ON orders (status, created_at DESC, id DESC)`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX orders_user_created_idx ON orders (user_id, created_at DESC, id DESC)`,
+    );
 
     await queryRunner.query(`
       CREATE TABLE order_event (

@@ -29,7 +29,9 @@ export class AllExceptionsFilter extends BaseExceptionFilter {
     if (!mapped) return super.catch(exception, host);
     this.logger.error(`Mapped to ${mapped.getStatus()}: ${describe(exception)}`);
     if (mapped instanceof ServiceUnavailableException && host.getType() === 'http') {
-      const response = host.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>();
+      const response = host
+        .switchToHttp()
+        .getResponse<{ setHeader(name: string, value: string): void }>();
       response.setHeader('Retry-After', RETRY_AFTER_SECONDS);
     }
     super.catch(mapped, host);
@@ -57,12 +59,17 @@ export function mapUnknownError(error: unknown): HttpException | undefined {
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) {
     return new ServiceUnavailableException('The database is unavailable; try again');
   }
-  if (error instanceof Error && /Connection terminated|timeout exceeded when trying to connect/i.test(error.message)) {
+  if (
+    error instanceof Error &&
+    /Connection terminated|timeout exceeded when trying to connect/i.test(error.message)
+  ) {
     return new ServiceUnavailableException('The database is unavailable; try again');
   }
   return undefined;
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
+  return error instanceof Error
+    ? (error.stack ?? `${error.name}: ${error.message}`)
+    : String(error);
 }

@@ -18,8 +18,11 @@ export function encodeCursor(cursor: OrderCursor): string {
 
 export function decodeCursor(raw: string): OrderCursor {
   // Buffer.from skips characters that are not base64url, so check them first.
-  const match = BASE64URL.test(raw) ? DECODED.exec(Buffer.from(raw, 'base64url').toString('utf8')) : null;
+  const match = BASE64URL.test(raw)
+    ? DECODED.exec(Buffer.from(raw, 'base64url').toString('utf8'))
+    : null;
   const ms = match ? Number(match[1]) : NaN;
-  if (!match || !(ms <= MAX_DATE_MS) || !UUID_PATTERN.test(match[2])) throw new InvalidCursorError();
+  if (!match || !(ms <= MAX_DATE_MS) || !UUID_PATTERN.test(match[2]))
+    throw new InvalidCursorError();
   return { createdAt: new Date(ms), id: match[2].toLowerCase() };
 }

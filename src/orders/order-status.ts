@@ -8,7 +8,14 @@ export type CloseReason = (typeof CLOSE_REASONS)[number];
 export const REVIEW_STATUSES = ['NONE', 'REVIEWED', 'AUTO_REVIEWED'] as const;
 export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
 
-export const ORDER_EVENT_TYPES = ['CREATED', 'PAID', 'CLOSED', 'FINISHED', 'REVIEWED', 'AUTO_REVIEWED'] as const;
+export const ORDER_EVENT_TYPES = [
+  'CREATED',
+  'PAID',
+  'CLOSED',
+  'FINISHED',
+  'REVIEWED',
+  'AUTO_REVIEWED',
+] as const;
 export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number];
 
 /** Who made a change: the user through the API, or the system through a delayed task. */

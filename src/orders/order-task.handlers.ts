@@ -21,7 +21,10 @@ export class OrderTaskHandlers {
   constructor(@Inject(CLOCK) private readonly clock: Clock) {}
 
   @DelayedTaskHandler(CLOSE_UNPAID_TASK)
-  closeUnpaid(payload: OrderTaskPayload, { manager }: TaskContext<OrderTaskPayload>): Promise<void> {
+  closeUnpaid(
+    payload: OrderTaskPayload,
+    { manager }: TaskContext<OrderTaskPayload>,
+  ): Promise<void> {
     return this.step(payload, manager, rules.closeUnpaid);
   }
 

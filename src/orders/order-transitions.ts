@@ -1,6 +1,11 @@
 import { OrderStateConflictError } from './errors/order-state-conflict.error.js';
 import type { Order } from './order.entity.js';
-import { AUTO_REVIEW_STARS, type Actor, type OrderEventType, type OrderStatus } from './order-status.js';
+import {
+  AUTO_REVIEW_STARS,
+  type Actor,
+  type OrderEventType,
+  type OrderStatus,
+} from './order-status.js';
 import { alreadyReviewed, statusConflict } from './orders.messages.js';
 
 /**
@@ -16,8 +21,39 @@ export interface Transition {
 
 function requireStatus(order: Order, required: OrderStatus, action: string): void {
   if (order.status !== required) {
-    throw new OrderStateConflictError(order.id, statusConflict(order.id, order.status, action, required));
+    throw new OrderStateConflictError(
+      order.id,
+      statusConflict(order.id, order.status, action, required),
+    );
   }
+}
+
+/** A new order, waiting for payment until `paymentDeadline`. */
+export function create(
+  id: string,
+  input: { userId: string; amountCents: number },
+  now: Date,
+  paymentDeadline: Date,
+): { order: Order; event: Transition['event'] } {
+  const order: Order = {
+    id,
+    userId: input.userId,
+    amountCents: input.amountCents,
+    status: 'PENDING_PAYMENT',
+    closeReason: null,
+    reviewStatus: 'NONE',
+    stars: null,
+    comment: null,
+    createdAt: now,
+    paidAt: null,
+    finishedAt: null,
+    closedAt: null,
+    reviewedAt: null,
+    paymentDeadline,
+    autoReviewAt: null,
+  };
+  const data = { userId: input.userId, amountCents: input.amountCents };
+  return { order, event: { type: 'CREATED', actor: 'user', data } };
 }
 
 export function pay(order: Order, now: Date): Transition {
@@ -67,7 +103,12 @@ export function review(order: Order, now: Date, stars: number, comment: string |
 export function autoReview(order: Order, now: Date): Transition | undefined {
   if (order.status !== 'FINISHED' || order.reviewStatus !== 'NONE') return undefined;
   return {
-    changes: { reviewStatus: 'AUTO_REVIEWED', stars: AUTO_REVIEW_STARS, reviewedAt: now, autoReviewAt: null },
+    changes: {
+      reviewStatus: 'AUTO_REVIEWED',
+      stars: AUTO_REVIEW_STARS,
+      reviewedAt: now,
+      autoReviewAt: null,
+    },
     event: { type: 'AUTO_REVIEWED', actor: 'system', data: { stars: AUTO_REVIEW_STARS } },
   };
 }

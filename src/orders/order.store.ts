@@ -1,5 +1,4 @@
 import type { EntityManager } from 'typeorm';
-import { OrderEvent } from './order-event.entity.js';
 import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
 import { Order } from './order.entity.js';
 import type { Transition } from './order-transitions.js';
@@ -14,17 +13,32 @@ export function lockOrder(manager: EntityManager, id: string): Promise<Order | n
   return manager.findOne(Order, { where: { id }, lock: { mode: 'pessimistic_write' } });
 }
 
+const INSERT_EVENT = `
+  INSERT INTO order_event (order_id, type, actor, data, at)
+  VALUES ($1, $2, $3, $4::jsonb, $5)`;
+
 export async function appendEvent(
   manager: EntityManager,
   orderId: string,
   event: Transition['event'],
   at: Date,
 ): Promise<void> {
-  await manager.insert(OrderEvent, { orderId, type: event.type, actor: event.actor, data: event.data, at });
+  await manager.query(INSERT_EVENT, [
+    orderId,
+    event.type,
+    event.actor,
+    JSON.stringify(event.data),
+    at,
+  ]);
 }
 
 /** Writes the change and its event; `order` (locked by the caller) is updated in place. */
-export async function applyTransition(manager: EntityManager, order: Order, transition: Transition, at: Date) {
+export async function applyTransition(
+  manager: EntityManager,
+  order: Order,
+  transition: Transition,
+  at: Date,
+) {
   await manager.update(Order, { id: order.id }, transition.changes);
   Object.assign(order, transition.changes);
   await appendEvent(manager, order.id, transition.event, at);

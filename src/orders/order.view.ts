@@ -1,5 +1,11 @@
 import type { OrderEvent } from './order-event.entity.js';
-import type { Actor, CloseReason, OrderEventType, OrderStatus, ReviewStatus } from './order-status.js';
+import type {
+  Actor,
+  CloseReason,
+  OrderEventType,
+  OrderStatus,
+  ReviewStatus,
+} from './order-status.js';
 import type { Order } from './order.entity.js';
 
 /** An order as the API returns it: times as ISO-8601 strings or null. */

@@ -1,4 +1,14 @@
-import { Body, Controller, Get, Headers, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  HttpStatus,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { CreateOrderDto } from './dto/create-order.dto.js';
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey } from './dto/idempotency-key.js';
 import { ListOrdersQuery } from './dto/list-orders.query.js';
@@ -48,25 +58,37 @@ export class OrdersController {
 
   @Post(':id/pay')
   @HttpCode(HttpStatus.OK)
-  async pay(@Param('id', OrderIdPipe) id: string, @Body(NoBodyPipe) _body: undefined): Promise<OrderView> {
+  async pay(
+    @Param('id', OrderIdPipe) id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<OrderView> {
     return toOrderView(await this.orders.pay(id));
   }
 
   @Post(':id/cancel')
   @HttpCode(HttpStatus.OK)
-  async cancel(@Param('id', OrderIdPipe) id: string, @Body(NoBodyPipe) _body: undefined): Promise<OrderView> {
+  async cancel(
+    @Param('id', OrderIdPipe) id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<OrderView> {
     return toOrderView(await this.orders.cancel(id));
   }
 
   @Post(':id/finish')
   @HttpCode(HttpStatus.OK)
-  async finish(@Param('id', OrderIdPipe) id: string, @Body(NoBodyPipe) _body: undefined): Promise<OrderView> {
+  async finish(
+    @Param('id', OrderIdPipe) id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<OrderView> {
     return toOrderView(await this.orders.finish(id));
   }
 
   @Post(':id/review')
   @HttpCode(HttpStatus.OK)
-  async review(@Param('id', OrderIdPipe) id: string, @Body() body: ReviewOrderDto): Promise<OrderView> {
+  async review(
+    @Param('id', OrderIdPipe) id: string,
+    @Body() body: ReviewOrderDto,
+  ): Promise<OrderView> {
     return toOrderView(await this.orders.review(id, body.stars, body.comment ?? null));
   }
 }

@@ -3,8 +3,12 @@ import type { OrderStatus, ReviewStatus } from './order-status.js';
 // Error text in one place, each naming the id, the field or the state that caused it.
 export const orderNotFound = (id: string) => `Order ${id} not found`;
 
-export const statusConflict = (id: string, status: OrderStatus, action: string, required: OrderStatus) =>
-  `Order ${id} is ${status}: only a ${required} order can be ${action}`;
+export const statusConflict = (
+  id: string,
+  status: OrderStatus,
+  action: string,
+  required: OrderStatus,
+) => `Order ${id} is ${status}: only a ${required} order can be ${action}`;
 
 export const alreadyReviewed = (id: string, reviewStatus: ReviewStatus) =>
   `Order ${id} is already ${reviewStatus}: an order can be reviewed once`;
@@ -20,6 +24,7 @@ export const invalidOrderId = (value: string) =>
 
 export const invalidCursor = 'cursor must be a nextCursor returned by GET /orders';
 
-export const unexpectedBodyFields = (fields: string[]) => fields.map((field) => `property ${field} should not exist`);
+export const unexpectedBodyFields = (fields: string[]) =>
+  fields.map((field) => `property ${field} should not exist`);
 
 export const bodyNotAnObject = 'body must be empty or a JSON object';

@@ -12,7 +12,13 @@ import { decodeCursor, encodeCursor } from './order-cursor.js';
 import { OrderEvent } from './order-event.entity.js';
 import type { OrderStatus } from './order-status.js';
 import { appendEvent, applyTransition, claimIdempotencyKey, lockOrder } from './order.store.js';
-import { AUTO_REVIEW_TASK, autoReviewKey, CLOSE_UNPAID_TASK, closeUnpaidKey, type OrderTaskPayload } from './order-tasks.js';
+import {
+  AUTO_REVIEW_TASK,
+  autoReviewKey,
+  CLOSE_UNPAID_TASK,
+  closeUnpaidKey,
+  type OrderTaskPayload,
+} from './order-tasks.js';
 import * as rules from './order-transitions.js';
 import { Order } from './order.entity.js';
 
@@ -56,36 +62,14 @@ export class OrdersService {
       const now = new Date(this.clock.now());
       const id = randomUUID();
       if (idempotencyKey !== undefined) {
-        const requestHash = createRequestHash(input);
-        const earlier = await claimIdempotencyKey(manager, { key: idempotencyKey, requestHash, orderId: id, at: now });
-        if (earlier) {
-          if (earlier.requestHash !== requestHash) throw new IdempotencyKeyReusedError(idempotencyKey);
-          return manager.findOneByOrFail(Order, { id: earlier.orderId });
-        }
+        const earlier = await this.earlierOrderFor(manager, idempotencyKey, input, id, now);
+        if (earlier) return earlier;
       }
-      const order = manager.create(Order, {
-        id,
-        userId: input.userId,
-        amountCents: input.amountCents,
-        status: 'PENDING_PAYMENT',
-        closeReason: null,
-        reviewStatus: 'NONE',
-        stars: null,
-        comment: null,
-        createdAt: now,
-        paidAt: null,
-        finishedAt: null,
-        closedAt: null,
-        reviewedAt: null,
-        paymentDeadline: new Date(now.getTime() + this.config.orderPaymentTimeoutMs),
-        autoReviewAt: null,
-      });
+      const deadline = new Date(now.getTime() + this.config.orderPaymentTimeoutMs);
+      const { order, event } = rules.create(id, input, now, deadline);
       await manager.insert(Order, order);
-      await appendEvent(manager, id, { type: 'CREATED', actor: 'user', data: { userId: input.userId, amountCents: input.amountCents } }, now);
-      await this.delay.schedule<OrderTaskPayload>(
-        { type: CLOSE_UNPAID_TASK, payload: { orderId: id }, runAt: order.paymentDeadline!, key: closeUnpaidKey(id) },
-        { manager },
-      );
+      await appendEvent(manager, id, event, now);
+      await this.scheduleStep(manager, CLOSE_UNPAID_TASK, closeUnpaidKey(id), id, deadline);
       return order;
     });
   }
@@ -100,8 +84,10 @@ export class OrdersService {
   async list(filter: OrderFilter): Promise<{ items: Order[]; nextCursor: string | null }> {
     const limit = filter.limit ?? DEFAULT_PAGE_SIZE;
     const query = this.dataSource.manager.createQueryBuilder(Order, 'o');
-    if (filter.status !== undefined) query.andWhere('o.status = :status', { status: filter.status });
-    if (filter.userId !== undefined) query.andWhere('o.userId = :userId', { userId: filter.userId });
+    if (filter.status !== undefined)
+      query.andWhere('o.status = :status', { status: filter.status });
+    if (filter.userId !== undefined)
+      query.andWhere('o.userId = :userId', { userId: filter.userId });
     if (filter.cursor !== undefined) {
       const after = decodeCursor(filter.cursor);
       query.andWhere('(o.createdAt, o.id) < (:afterCreatedAt, :afterId)', {
@@ -110,7 +96,11 @@ export class OrdersService {
       });
     }
     // One row more than asked tells whether there is a next page.
-    const rows = await query.orderBy('o.createdAt', 'DESC').addOrderBy('o.id', 'DESC').limit(limit + 1).getMany();
+    const rows = await query
+      .orderBy('o.createdAt', 'DESC')
+      .addOrderBy('o.id', 'DESC')
+      .limit(limit + 1)
+      .getMany();
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
@@ -118,33 +108,35 @@ export class OrdersService {
 
   async history(id: string): Promise<OrderEvent[]> {
     await this.get(id);
-    return this.dataSource.manager.find(OrderEvent, { where: { orderId: id }, order: { id: 'ASC' } });
+    return this.dataSource.manager.find(OrderEvent, {
+      where: { orderId: id },
+      order: { id: 'ASC' },
+    });
   }
 
   pay(id: string): Promise<Order> {
-    return this.transition(id, closeUnpaidKey(id), (order, now) => rules.pay(order, now));
+    return this.transition(id, closeUnpaidKey(id), rules.pay);
   }
 
   cancel(id: string): Promise<Order> {
-    return this.transition(id, closeUnpaidKey(id), (order, now) => rules.cancelByUser(order, now));
+    return this.transition(id, closeUnpaidKey(id), rules.cancelByUser);
   }
 
   finish(id: string): Promise<Order> {
+    const delayMs = this.config.orderAutoReviewDelayMs;
     return this.transition(
       id,
       undefined,
-      (order, now) => rules.finish(order, now, new Date(now.getTime() + this.config.orderAutoReviewDelayMs)),
-      async (order, manager) => {
-        await this.delay.schedule<OrderTaskPayload>(
-          { type: AUTO_REVIEW_TASK, payload: { orderId: id }, runAt: order.autoReviewAt!, key: autoReviewKey(id) },
-          { manager },
-        );
-      },
+      (order, now) => rules.finish(order, now, new Date(now.getTime() + delayMs)),
+      (order, manager) =>
+        this.scheduleStep(manager, AUTO_REVIEW_TASK, autoReviewKey(id), id, order.autoReviewAt!),
     );
   }
 
   review(id: string, stars: number, comment: string | null): Promise<Order> {
-    return this.transition(id, autoReviewKey(id), (order, now) => rules.review(order, now, stars, comment));
+    return this.transition(id, autoReviewKey(id), (order, now) =>
+      rules.review(order, now, stars, comment),
+    );
   }
 
   /**
@@ -158,7 +150,7 @@ export class OrdersService {
     id: string,
     taskToCancel: string | undefined,
     decide: (order: Order, now: Date) => rules.Transition,
-    afterwards?: (order: Order, manager: EntityManager) => Promise<void>,
+    afterwards?: (order: Order, manager: EntityManager) => Promise<unknown>,
   ): Promise<Order> {
     return this.transaction(async (manager) => {
       if (taskToCancel !== undefined) await this.delay.cancel(taskToCancel, { manager });
@@ -169,6 +161,35 @@ export class OrdersService {
       await afterwards?.(order, manager);
       return order;
     });
+  }
+
+  /** The order an earlier request with this key created, or undefined when this request claimed the key. */
+  private async earlierOrderFor(
+    manager: EntityManager,
+    key: string,
+    input: NewOrder,
+    orderId: string,
+    now: Date,
+  ): Promise<Order | undefined> {
+    const requestHash = createRequestHash(input);
+    const earlier = await claimIdempotencyKey(manager, { key, requestHash, orderId, at: now });
+    if (!earlier) return undefined;
+    if (earlier.requestHash !== requestHash) throw new IdempotencyKeyReusedError(key);
+    return manager.findOneByOrFail(Order, { id: earlier.orderId });
+  }
+
+  /** Schedules an order's delayed step in the caller's transaction: it exists only if that commits. */
+  private scheduleStep(
+    manager: EntityManager,
+    type: string,
+    key: string,
+    orderId: string,
+    runAt: Date,
+  ) {
+    return this.delay.schedule<OrderTaskPayload>(
+      { type, key, payload: { orderId }, runAt },
+      { manager },
+    );
   }
 
   private async transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {

@@ -12,7 +12,8 @@ export function IsStoredText(options?: ValidationOptions): PropertyDecorator {
     {
       name: 'isStoredText',
       validator: {
-        validate: (value: unknown) => typeof value !== 'string' || (!value.includes('\0') && !LONE_SURROGATE.test(value)),
+        validate: (value: unknown) =>
+          typeof value !== 'string' || (!value.includes('\0') && !LONE_SURROGATE.test(value)),
         defaultMessage: buildMessage(
           (each) => `${each}$property must not contain NUL characters or unpaired surrogates`,
           options,

@@ -1,0 +1,103 @@
+import { createTestApp, type TestApp } from '../support/app-factory.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { OrdersApi } from './orders-api.js';
+
+let db: TestDatabase;
+let t: TestApp;
+let api: OrdersApi;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  t = await createTestApp(db);
+  api = new OrdersApi(t);
+});
+
+afterAll(async () => {
+  await t?.app.close();
+  await db?.drop();
+});
+
+const create = (key: string, body: Record<string, unknown>) =>
+  api.http().post('/orders').set('Idempotency-Key', key).send(body);
+
+describe('POST /orders with an Idempotency-Key', () => {
+  it('returns the same order for the same key and body, without a second order or task', async () => {
+    const body = { userId: 'idem-user', amountCents: 4200 };
+    const first = await create('checkout-1', body).expect(201);
+    const counts = await api.rowCounts();
+
+    t.clock.advance(5_000);
+    const again = await create('checkout-1', { amountCents: 4200, userId: 'idem-user' }).expect(
+      201,
+    );
+    expect(again.body).toEqual(first.body);
+    expect(await api.rowCounts()).toEqual(counts);
+    expect(await api.tasks(`order:${first.body.id}:close-unpaid`)).toHaveLength(1);
+    expect(await api.history(first.body.id)).toHaveLength(1);
+  });
+
+  it('returns the order as it is now when it changed since', async () => {
+    const body = { userId: 'idem-user', amountCents: 1 };
+    const first = await create('checkout-2', body).expect(201);
+    await api.action(first.body.id, 'pay').expect(200);
+    const again = await create('checkout-2', body).expect(201);
+    expect(again.body).toMatchObject({ id: first.body.id, status: 'PAID' });
+  });
+
+  it('rejects the same key with a different body with a 409, writing nothing', async () => {
+    const first = await create('checkout-3', { userId: 'idem-user', amountCents: 100 }).expect(201);
+    const counts = await api.rowCounts();
+    for (const body of [
+      { userId: 'idem-user', amountCents: 101 },
+      { userId: 'someone-else', amountCents: 100 },
+    ]) {
+      const res = await create('checkout-3', body).expect(409);
+      expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict' });
+      expect(res.body.message).toContain('"checkout-3"');
+    }
+    expect(await api.rowCounts()).toEqual(counts);
+    expect(await api.get(first.body.id)).toEqual(first.body);
+  });
+
+  it('creates distinct orders for distinct keys and for requests without a key', async () => {
+    const body = { userId: 'idem-user', amountCents: 7 };
+    const a = await create('checkout-4a', body).expect(201);
+    const b = await create('checkout-4b', body).expect(201);
+    const c = await api.http().post('/orders').send(body).expect(201);
+    const d = await api.http().post('/orders').send(body).expect(201);
+    expect(new Set([a.body.id, b.body.id, c.body.id, d.body.id]).size).toBe(4);
+  });
+
+  it('a rejected request does not use up the key', async () => {
+    await create('checkout-5', { userId: 'idem-user', amountCents: 0 }).expect(400);
+    const res = await create('checkout-5', { userId: 'idem-user', amountCents: 5 }).expect(201);
+    expect(res.body.amountCents).toBe(5);
+  });
+
+  it('creates one order when the same request arrives several times at once', async () => {
+    const counts = await api.rowCounts();
+    const body = { userId: 'idem-race', amountCents: 999 };
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => create('checkout-race', body)),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(8).fill(201));
+    expect(new Set(responses.map((r) => r.body.id)).size).toBe(1);
+    const after = await api.rowCounts();
+    expect(after.orders - counts.orders).toBe(1);
+    expect(after.delayed_task - counts.delayed_task).toBe(1);
+    expect(after.order_idempotency_key - counts.order_idempotency_key).toBe(1);
+  });
+
+  it('lets exactly one of several different bodies racing on one key win', async () => {
+    const responses = await Promise.all(
+      [1, 2, 3, 4].map((amountCents) =>
+        create('checkout-race-2', { userId: 'idem-race', amountCents }),
+      ),
+    );
+    expect(responses.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+    const winner = responses.find((r) => r.status === 201)!;
+    expect(
+      await api.query(`SELECT order_id FROM order_idempotency_key WHERE key = 'checkout-race-2'`),
+    ).toEqual([{ order_id: winner.body.id }]);
+  });
+});

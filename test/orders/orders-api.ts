@@ -1,0 +1,73 @@
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { DelayService } from '../../src/delay/index.js';
+import type { TestApp } from '../support/app-factory.js';
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+
+/** An order as the API returns it, loosely typed for assertions. */
+export type OrderJson = Record<string, any> & { id: string; status: string };
+export type EventJson = { type: string; at: string; by: string; data: Record<string, unknown> };
+
+/** The orders API over HTTP, the clock, and a look into the tables behind them. */
+export class OrdersApi {
+  constructor(readonly t: TestApp) {}
+
+  http() {
+    return request(this.t.app.getHttpServer());
+  }
+
+  async createOrder(
+    body: Record<string, unknown> = { userId: 'user-1', amountCents: 1999 },
+  ): Promise<OrderJson> {
+    const res = await this.http().post('/orders').send(body).expect(201);
+    return res.body as OrderJson;
+  }
+
+  async get(id: string): Promise<OrderJson> {
+    return (await this.http().get(`/orders/${id}`).expect(200)).body as OrderJson;
+  }
+
+  async history(id: string): Promise<EventJson[]> {
+    return (await this.http().get(`/orders/${id}/history`).expect(200)).body as EventJson[];
+  }
+
+  /** POSTs an action (pay, cancel, finish, review) and returns the response. */
+  action(id: string, action: string, body?: Record<string, unknown>) {
+    const req = this.http().post(`/orders/${id}/${action}`);
+    return body === undefined ? req : req.send(body);
+  }
+
+  /** Moves the ManualClock and waits until every task due by then has run. */
+  async advance(ms: number): Promise<void> {
+    this.t.clock.advance(ms);
+    await this.t.app.get(DelayService).drain();
+  }
+
+  query<T = any>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return this.t.app.get(DataSource).query(sql, params);
+  }
+
+  /** Rows in every table a request can write. */
+  async rowCounts(): Promise<Record<string, number>> {
+    const [row] = await this.query(`
+      SELECT (SELECT count(*) FROM orders)::int AS orders,
+             (SELECT count(*) FROM order_event)::int AS order_event,
+             (SELECT count(*) FROM delayed_task)::int AS delayed_task,
+             (SELECT count(*) FROM order_idempotency_key)::int AS order_idempotency_key`);
+    return row;
+  }
+
+  /** The delayed_task rows with this key, oldest first, with their state. */
+  tasks(key: string) {
+    return this.query<{ id: string; type: string; state: string; due_at: Date }>(
+      `SELECT id, type, due_at,
+              CASE WHEN executed_at IS NOT NULL THEN 'executed' WHEN cancelled_at IS NOT NULL THEN 'cancelled'
+                   WHEN dead_at IS NOT NULL THEN 'dead' ELSE 'pending' END AS state
+       FROM delayed_task WHERE key = $1 ORDER BY id`,
+      [key],
+    );
+  }
+}
