@@ -51,8 +51,12 @@ export class CreateDelayedTask1763800000000 implements MigrationInterface {
     await queryRunner.query(`
       CREATE UNIQUE INDEX delayed_task_pending_key_uq ON delayed_task (key)
       WHERE key IS NOT NULL AND executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`);
-    await queryRunner.query(`CREATE INDEX delayed_task_key_idx ON delayed_task (key, id) WHERE key IS NOT NULL`);
-    await queryRunner.query(`CREATE INDEX delayed_task_dead_idx ON delayed_task (dead_at) WHERE dead_at IS NOT NULL`);
+    await queryRunner.query(
+      `CREATE INDEX delayed_task_key_idx ON delayed_task (key, id) WHERE key IS NOT NULL`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX delayed_task_dead_idx ON delayed_task (dead_at) WHERE dead_at IS NOT NULL`,
+    );
     await queryRunner.query(`
       CREATE TABLE delay_instance (
         id           text        PRIMARY KEY,

@@ -18,9 +18,17 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [() => ({ app: config })] }),
+        ConfigModule.forRoot({
+          isGlobal: true,
+          ignoreEnvFile: true,
+          load: [() => ({ app: config })],
+        }),
         TypeOrmModule.forRoot({
-          ...dataSourceOptions({ url: databaseUrl, poolSize: config.dbPoolSize, migrationsRun: config.migrationsRun }),
+          ...dataSourceOptions({
+            url: databaseUrl,
+            poolSize: config.dbPoolSize,
+            migrationsRun: config.migrationsRun,
+          }),
           autoLoadEntities: true,
           // A missing database should fail the start at once, not after 9 × 3 s of retries.
           retryAttempts: 0,

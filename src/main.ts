@@ -14,9 +14,13 @@ async function bootstrap(): Promise<void> {
   if (!databaseUrl) {
     embedded = await startEmbeddedPostgres(config.pgliteDir);
     databaseUrl = embedded.url;
-    logger.log(`DATABASE_URL is not set: using the embedded Postgres (PGlite) in ${config.pgliteDir}`);
+    logger.log(
+      `DATABASE_URL is not set: using the embedded Postgres (PGlite) in ${config.pgliteDir}`,
+    );
   }
-  const app = await NestFactory.create(AppModule.forRoot(config, databaseUrl), { bufferLogs: false });
+  const app = await NestFactory.create(AppModule.forRoot(config, databaseUrl), {
+    bufferLogs: false,
+  });
   configureApp(app);
   // Our own signal handling rather than enableShutdownHooks(): app.close() runs
   // every shutdown hook (the delay runtime drains, TypeORM closes its pool) and
@@ -47,7 +51,10 @@ bootstrap().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     console.error(error.message);
   } else {
-    console.error('Failed to start:', error instanceof Error ? (error.stack ?? error.message) : error);
+    console.error(
+      'Failed to start:',
+      error instanceof Error ? (error.stack ?? error.message) : error,
+    );
   }
   process.exit(1);
 });

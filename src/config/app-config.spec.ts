@@ -18,7 +18,11 @@ describe('loadConfig', () => {
   });
 
   it('reads durations with units or as milliseconds', () => {
-    const config = loadConfig({ ORDER_PAYMENT_TIMEOUT: '1s', ORDER_AUTO_REVIEW_DELAY: '2500', DELAY_WINDOW: '2d' });
+    const config = loadConfig({
+      ORDER_PAYMENT_TIMEOUT: '1s',
+      ORDER_AUTO_REVIEW_DELAY: '2500',
+      DELAY_WINDOW: '2d',
+    });
     expect(config.orderPaymentTimeoutMs).toBe(1000);
     expect(config.orderAutoReviewDelayMs).toBe(2500);
     expect(config.delayWindowMs).toBe(2 * 86_400_000);
@@ -39,6 +43,8 @@ describe('loadConfig', () => {
     ['DB_POOL_SIZE', '0'],
   ])('rejects %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^Invalid configuration: ${name} `));
+    expect(() => loadConfig({ [name]: value })).toThrow(
+      new RegExp(`^Invalid configuration: ${name} `),
+    );
   });
 });

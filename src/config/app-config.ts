@@ -41,7 +41,10 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (raw === undefined) return fallback;
   const value = /^-?\d+$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new ConfigError(name, `must be an integer from ${min} to ${max}; got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      name,
+      `must be an integer from ${min} to ${max}; got ${JSON.stringify(raw)}`,
+    );
   }
   return value;
 }
@@ -73,10 +76,16 @@ function databaseUrl(env: Env): string | undefined {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('DATABASE_URL', `must be a URL like postgres://user:pass@host:5432/db; got ${JSON.stringify(raw)}`);
+    throw new ConfigError(
+      'DATABASE_URL',
+      `must be a URL like postgres://user:pass@host:5432/db; got ${JSON.stringify(raw)}`,
+    );
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError('DATABASE_URL', `must start with postgres:// or postgresql://; got ${url.protocol}//`);
+    throw new ConfigError(
+      'DATABASE_URL',
+      `must start with postgres:// or postgresql://; got ${url.protocol}//`,
+    );
   }
   return raw;
 }

@@ -20,12 +20,20 @@ async function main(command: string | undefined): Promise<void> {
     await dataSource.initialize();
     if (command === 'run') {
       const applied = await dataSource.runMigrations({ transaction: 'each' });
-      console.log(applied.length ? `Applied: ${applied.map((m) => m.name).join(', ')}` : 'No pending migrations.');
+      console.log(
+        applied.length
+          ? `Applied: ${applied.map((m) => m.name).join(', ')}`
+          : 'No pending migrations.',
+      );
     } else if (command === 'revert') {
       await dataSource.undoLastMigration({ transaction: 'each' });
       console.log('Reverted the last migration.');
     } else {
-      console.log((await dataSource.showMigrations()) ? 'There are pending migrations.' : 'No pending migrations.');
+      console.log(
+        (await dataSource.showMigrations())
+          ? 'There are pending migrations.'
+          : 'No pending migrations.',
+      );
     }
   } finally {
     if (dataSource.isInitialized) await dataSource.destroy();

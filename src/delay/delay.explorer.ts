@@ -25,9 +25,16 @@ export class DelayExplorer implements OnModuleInit {
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const fn = instance[method];
         if (typeof fn !== 'function') continue;
-        const type = this.reflector.get<string | undefined>(DELAYED_TASK_HANDLER, fn as () => unknown);
+        const type = this.reflector.get<string | undefined>(
+          DELAYED_TASK_HANDLER,
+          fn as () => unknown,
+        );
         if (type === undefined) continue;
-        this.registry.register(type, (fn as (...args: unknown[]) => unknown).bind(instance), `${instance.constructor.name}.${method}`);
+        this.registry.register(
+          type,
+          (fn as (...args: unknown[]) => unknown).bind(instance),
+          `${instance.constructor.name}.${method}`,
+        );
       }
     }
   }

@@ -9,7 +9,8 @@ export const unknownType = (type: string, known: string[]) =>
 export const noHandlerAtRun = (type: string) =>
   `No handler registered for task type "${type}" on the instance that ran it; dead-lettered.`;
 
-export const taskNotFound = (ref: string | number) => `No delayed task with id or key ${JSON.stringify(ref)}.`;
+export const taskNotFound = (ref: string | number) =>
+  `No delayed task with id or key ${JSON.stringify(ref)}.`;
 
 export const errorText = (error: unknown): string => {
   if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, 4000);

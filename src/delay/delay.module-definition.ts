@@ -8,5 +8,8 @@ export const {
   ASYNC_OPTIONS_TYPE: DELAY_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<DelayModuleOptions>()
   .setClassMethodName('forRoot')
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .setExtras({ isGlobal: true }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+  }))
   .build();

@@ -58,7 +58,9 @@ export interface ResolvedDelayOptions {
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(`DelayModule option ${name} must be a positive integer; got ${String(value)}`);
+    throw new TypeError(
+      `DelayModule option ${name} must be a positive integer; got ${String(value)}`,
+    );
   }
   return value;
 }
@@ -75,20 +77,28 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
   const tickMs = positiveInteger(options.tickMs, 'tickMs', 1000);
   const slots = positiveInteger(options.slots, 'slots', 3600);
   const leaseMs = durationOption(options.lease, 'lease', '30s');
-  if (leaseMs < 1000) throw new TypeError(`DelayModule option lease must be at least 1s; got ${leaseMs} ms`);
+  if (leaseMs < 1000)
+    throw new TypeError(`DelayModule option lease must be at least 1s; got ${leaseMs} ms`);
   const jitter = options.retry?.jitter ?? 0.2;
   if (!(jitter >= 0 && jitter <= 1)) {
-    throw new TypeError(`DelayModule option retry.jitter must be between 0 and 1; got ${String(jitter)}`);
+    throw new TypeError(
+      `DelayModule option retry.jitter must be between 0 and 1; got ${String(jitter)}`,
+    );
   }
   const windowMs = durationOption(options.window, 'window', tickMs * slots);
   if (windowMs < tickMs) {
-    throw new TypeError(`DelayModule option window must be at least one tick (${tickMs} ms); got ${windowMs} ms`);
+    throw new TypeError(
+      `DelayModule option window must be at least one tick (${tickMs} ms); got ${windowMs} ms`,
+    );
   }
   return {
     tickMs,
     slots,
     windowMs,
-    concurrency: options.concurrency === undefined ? undefined : positiveInteger(options.concurrency, 'concurrency', 1),
+    concurrency:
+      options.concurrency === undefined
+        ? undefined
+        : positiveInteger(options.concurrency, 'concurrency', 1),
     batchSize: positiveInteger(options.batchSize, 'batchSize', 50),
     leaseMs,
     // Three heartbeats per lease: one lost or late beat does not cost the lease.
@@ -105,8 +115,15 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
 }
 
 /** Exponential backoff with jitter: base × 2^(attempt−1), capped, ± jitter. */
-export function retryDelayMs(options: ResolvedDelayOptions, attempt: number, random = Math.random): number {
-  const exponential = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.max(0, attempt - 1));
+export function retryDelayMs(
+  options: ResolvedDelayOptions,
+  attempt: number,
+  random = Math.random,
+): number {
+  const exponential = Math.min(
+    options.retryMaxMs,
+    options.retryBaseMs * 2 ** Math.max(0, attempt - 1),
+  );
   const spread = exponential * options.retryJitter;
   return Math.max(0, Math.round(exponential - spread + random() * 2 * spread));
 }

@@ -8,7 +8,11 @@ import {
 import { DataSource } from 'typeorm';
 import { CLOCK, SystemClock, type Clock } from './clock/index.js';
 import { DELAY_MODULE_OPTIONS } from './delay.module-definition.js';
-import { resolveDelayOptions, type DelayModuleOptions, type ResolvedDelayOptions } from './delay.options.js';
+import {
+  resolveDelayOptions,
+  type DelayModuleOptions,
+  type ResolvedDelayOptions,
+} from './delay.options.js';
 import { errorText } from './delay.messages.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { TaskExecutor } from './task-executor.js';
@@ -47,7 +51,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.options = resolveDelayOptions(moduleOptions);
     this.clock = clock ?? new SystemClock();
     this.store = new TaskStore(dataSource);
-    this.wheel = new TimingWheel({ slots: this.options.slots, tickMs: this.options.tickMs, startMs: this.clock.now() });
+    this.wheel = new TimingWheel({
+      slots: this.options.slots,
+      tickMs: this.options.tickMs,
+      startMs: this.clock.now(),
+    });
     this.driver = new TickDriver({
       wheel: this.wheel,
       clock: this.clock,
@@ -64,7 +72,9 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       this.logger,
       { requeue: (id, dueAtMs) => this.hold(id, dueAtMs), forget: (id) => this.wheel.cancel(id) },
     );
-    this.loader = new WindowLoader(this.store, this.clock, this.options, this.logger, (rows) => this.holdRows(rows));
+    this.loader = new WindowLoader(this.store, this.clock, this.options, this.logger, (rows) =>
+      this.holdRows(rows),
+    );
   }
 
   get running(): boolean {
@@ -108,7 +118,9 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     try {
       await this.loader.stop(release && this.dataSource.isInitialized);
     } catch (error) {
-      this.logger.warn(`Could not release leases at shutdown; they expire in ${this.options.leaseMs} ms: ${errorText(error)}`);
+      this.logger.warn(
+        `Could not release leases at shutdown; they expire in ${this.options.leaseMs} ms: ${errorText(error)}`,
+      );
     }
     this.wheel.clear();
   }
@@ -154,7 +166,9 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       if (due.length > 0) this.executor.enqueue(due.map((e) => e.id as number));
       if (!this.loader.busy && this.executor.idle && due.length === 0) return;
       if (Date.now() > deadline) {
-        throw new Error(`DelayRuntime.drain timed out after ${timeoutMs} ms (${this.executor.pending} queued)`);
+        throw new Error(
+          `DelayRuntime.drain timed out after ${timeoutMs} ms (${this.executor.pending} queued)`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -171,10 +185,13 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       const after = this.clock.now();
       const offset = dbNow - (before + after) / 2;
       const message = `Database clock minus app clock: ${Math.round(offset)} ms (round trip ${Math.round(after - before)} ms)`;
-      if (Math.abs(offset) > 2_000 && this.clock instanceof SystemClock) this.logger.warn(`${message}; due times follow the app's clock`);
+      if (Math.abs(offset) > 2_000 && this.clock instanceof SystemClock)
+        this.logger.warn(`${message}; due times follow the app's clock`);
       else this.logger.log(message);
     } catch (error) {
-      throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`, { cause: error });
+      throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`, {
+        cause: error,
+      });
     }
   }
 }

@@ -7,7 +7,13 @@ import { HandlerRegistry } from './handler-registry.js';
 import { normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
 import { parseTaskRef } from './task-ref.js';
 import { toTask, type TaskRow } from './task-row.js';
-import type { DelayedTask, JsonValue, ScheduleRequest, TaskRef, TransactionOptions } from './task.types.js';
+import type {
+  DelayedTask,
+  JsonValue,
+  ScheduleRequest,
+  TaskRef,
+  TransactionOptions,
+} from './task.types.js';
 import type { Duration } from './duration.js';
 
 const MAX_KEY_RACE_RETRIES = 5;
@@ -24,7 +30,10 @@ export class DelayService {
     private readonly registry: HandlerRegistry,
   ) {}
 
-  async schedule<P = JsonValue>(request: ScheduleRequest<P>, options: TransactionOptions = {}): Promise<DelayedTask<P>> {
+  async schedule<P = JsonValue>(
+    request: ScheduleRequest<P>,
+    options: TransactionOptions = {},
+  ): Promise<DelayedTask<P>> {
     const req = this.validate(request);
     const { manager } = options;
     const store = this.runtime.store;
@@ -45,35 +54,55 @@ export class DelayService {
       this.track(row, manager !== undefined);
       return toTask<P>(row);
     }
-    throw new Error(`schedule: key ${JSON.stringify(req.key)} kept changing hands; gave up after ${MAX_KEY_RACE_RETRIES} tries`);
+    throw new Error(
+      `schedule: key ${JSON.stringify(req.key)} kept changing hands; gave up after ${MAX_KEY_RACE_RETRIES} tries`,
+    );
   }
 
   /**
    * Many tasks in one INSERT (for imports and bursts). A key that is already
    * pending keeps its task and is left out of the result.
    */
-  async scheduleMany(requests: ScheduleRequest[], options: TransactionOptions = {}): Promise<Array<{ id: string; key: string | null; dueAt: Date }>> {
+  async scheduleMany(
+    requests: ScheduleRequest[],
+    options: TransactionOptions = {},
+  ): Promise<Array<{ id: string; key: string | null; dueAt: Date }>> {
     if (!Array.isArray(requests)) throw new DelayValidationError('requests', 'must be an array');
     const reqs = requests.map((r, i) => {
       try {
         return this.validate(r);
       } catch (error) {
-        if (error instanceof DelayValidationError) throw new DelayValidationError(`requests[${i}].${error.field}`, error.message.slice(error.field.length + 1));
+        if (error instanceof DelayValidationError)
+          throw new DelayValidationError(
+            `requests[${i}].${error.field}`,
+            error.message.slice(error.field.length + 1),
+          );
         throw error;
       }
     });
     if (reqs.length === 0) return [];
     const nowMs = this.runtime.clock.now();
     const lockedBy = options.manager ? null : this.runtime.options.instanceId;
-    const rows = await this.runtime.store.insertMany(reqs, lockedBy, new Date(nowMs), new Date(nowMs + this.runtime.options.windowMs), options.manager);
-    for (const row of rows) this.holdNew(Number(row.id), row.due_at.getTime(), options.manager !== undefined);
+    const rows = await this.runtime.store.insertMany(
+      reqs,
+      lockedBy,
+      new Date(nowMs),
+      new Date(nowMs + this.runtime.options.windowMs),
+      options.manager,
+    );
+    for (const row of rows)
+      this.holdNew(Number(row.id), row.due_at.getTime(), options.manager !== undefined);
     return rows.map((row) => ({ id: String(row.id), key: row.key, dueAt: row.due_at }));
   }
 
   /** Cancels a pending task by id or key; false when there was none (already ran, cancelled, unknown). */
   async cancel(idOrKey: TaskRef, options: TransactionOptions = {}): Promise<boolean> {
     const ref = parseTaskRef(idOrKey);
-    const row = await this.runtime.store.cancel(ref, new Date(this.runtime.clock.now()), options.manager);
+    const row = await this.runtime.store.cancel(
+      ref,
+      new Date(this.runtime.clock.now()),
+      options.manager,
+    );
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
     if (row && !options.manager) this.runtime.release(Number(row.id));
@@ -81,19 +110,34 @@ export class DelayService {
   }
 
   /** Moves a pending task to a new time. Throws TaskNotFoundError when no pending task matches. */
-  async reschedule(idOrKey: TaskRef, when: { delay: Duration } | { runAt: Date | string | number }, options: TransactionOptions = {}): Promise<DelayedTask> {
+  async reschedule(
+    idOrKey: TaskRef,
+    when: { delay: Duration } | { runAt: Date | string | number },
+    options: TransactionOptions = {},
+  ): Promise<DelayedTask> {
     const ref = parseTaskRef(idOrKey);
     const nowMs = this.runtime.clock.now();
-    const { dueAtMs } = normalizeScheduleRequest({ type: 'reschedule', ...when }, nowMs, { maxAttempts: 1 });
+    const { dueAtMs } = normalizeScheduleRequest({ type: 'reschedule', ...when }, nowMs, {
+      maxAttempts: 1,
+    });
     const lockedBy = this.leaseFor(dueAtMs, options.manager !== undefined);
-    const row = await this.runtime.store.reschedule(ref, new Date(dueAtMs), new Date(nowMs), lockedBy, options.manager);
+    const row = await this.runtime.store.reschedule(
+      ref,
+      new Date(dueAtMs),
+      new Date(nowMs),
+      lockedBy,
+      options.manager,
+    );
     if (!row) throw new TaskNotFoundError(idOrKey);
     this.track(row, options.manager !== undefined);
     return toTask(row);
   }
 
   /** The task with this id, or the pending (else latest) task with this key; undefined if none. */
-  async get<P = JsonValue>(idOrKey: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask<P> | undefined> {
+  async get<P = JsonValue>(
+    idOrKey: TaskRef,
+    options: TransactionOptions = {},
+  ): Promise<DelayedTask<P> | undefined> {
     const row = await this.runtime.store.get(parseTaskRef(idOrKey), options.manager);
     return row ? toTask<P>(row) : undefined;
   }
@@ -101,7 +145,11 @@ export class DelayService {
   /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
   async retry(idOrKey: TaskRef): Promise<DelayedTask> {
     const ref = parseTaskRef(idOrKey);
-    const row = await this.runtime.store.retryDead(ref, new Date(this.runtime.clock.now()), this.runtime.options.instanceId);
+    const row = await this.runtime.store.retryDead(
+      ref,
+      new Date(this.runtime.clock.now()),
+      this.runtime.options.instanceId,
+    );
     if (!row) throw new TaskNotFoundError(idOrKey);
     this.track(row, false);
     return toTask(row);
@@ -118,7 +166,9 @@ export class DelayService {
   }
 
   private validate(request: ScheduleRequest<unknown>): NormalizedRequest {
-    const req = normalizeScheduleRequest(request, this.runtime.clock.now(), { maxAttempts: this.runtime.options.maxAttempts });
+    const req = normalizeScheduleRequest(request, this.runtime.clock.now(), {
+      maxAttempts: this.runtime.options.maxAttempts,
+    });
     if (!this.runtime.options.allowUnknownTypes && !this.registry.has(req.type)) {
       throw new UnknownTaskTypeError(req.type, this.registry.types());
     }
@@ -132,7 +182,9 @@ export class DelayService {
    */
   private leaseFor(dueAtMs: number, inCallerTransaction: boolean): string | null {
     if (inCallerTransaction) return null;
-    return dueAtMs < this.runtime.clock.now() + this.runtime.options.windowMs ? this.runtime.options.instanceId : null;
+    return dueAtMs < this.runtime.clock.now() + this.runtime.options.windowMs
+      ? this.runtime.options.instanceId
+      : null;
   }
 
   private track(row: TaskRow, inCallerTransaction: boolean): void {

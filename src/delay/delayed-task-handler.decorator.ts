@@ -6,4 +6,5 @@ import { DELAYED_TASK_HANDLER } from './delay.constants.js';
  * `(payload, { task, manager })` and should write through `manager` so its
  * effect commits together with the task's `executed_at`.
  */
-export const DelayedTaskHandler = (type: string): MethodDecorator => SetMetadata(DELAYED_TASK_HANDLER, type);
+export const DelayedTaskHandler = (type: string): MethodDecorator =>
+  SetMetadata(DELAYED_TASK_HANDLER, type);

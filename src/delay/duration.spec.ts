@@ -15,8 +15,13 @@ describe('durations', () => {
     expect(tryParseDuration(input)).toBe(ms);
   });
 
-  it.each([-1, NaN, Infinity, '', 'm', '-5m', '5 minutes', '1e3', '5w', null, undefined, {}])('%p is not a duration', (input) => {
-    expect(tryParseDuration(input as never)).toBeUndefined();
-    expect(() => parseDuration(input as never, 'delay')).toThrow(/^delay must be a non-negative number/);
-  });
+  it.each([-1, NaN, Infinity, '', 'm', '-5m', '5 minutes', '1e3', '5w', null, undefined, {}])(
+    '%p is not a duration',
+    (input) => {
+      expect(tryParseDuration(input as never)).toBeUndefined();
+      expect(() => parseDuration(input as never, 'delay')).toThrow(
+        /^delay must be a non-negative number/,
+      );
+    },
+  );
 });

@@ -19,7 +19,8 @@ function assertJson(value: unknown, path: string, depth = 0): void {
   if (depth > MAX_JSON_DEPTH) throw new DelayValidationError(path, 'is nested too deeply for JSON');
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new DelayValidationError(path, `must be JSON; ${value} is not a JSON number`);
+    if (!Number.isFinite(value))
+      throw new DelayValidationError(path, `must be JSON; ${value} is not a JSON number`);
     return;
   }
   if (Array.isArray(value)) {
@@ -29,7 +30,10 @@ function assertJson(value: unknown, path: string, depth = 0): void {
   if (typeof value === 'object') {
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) {
-      throw new DelayValidationError(path, `must be JSON; a ${value.constructor?.name ?? 'class instance'} is not a plain object`);
+      throw new DelayValidationError(
+        path,
+        `must be JSON; a ${value.constructor?.name ?? 'class instance'} is not a plain object`,
+      );
     }
     for (const [k, v] of Object.entries(value)) assertJson(v, `${path}.${k}`, depth + 1);
     return;
@@ -55,7 +59,13 @@ function dueAt(request: ScheduleRequest<unknown>, nowMs: number): number {
   }
   const runAt = request.runAt;
   const ms =
-    runAt instanceof Date ? runAt.getTime() : typeof runAt === 'number' ? runAt : typeof runAt === 'string' ? Date.parse(runAt) : NaN;
+    runAt instanceof Date
+      ? runAt.getTime()
+      : typeof runAt === 'number'
+        ? runAt
+        : typeof runAt === 'string'
+          ? Date.parse(runAt)
+          : NaN;
   if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) {
     throw new DelayValidationError('runAt', `must be a valid date; got ${String(runAt)}`);
   }
@@ -72,16 +82,31 @@ export function normalizeScheduleRequest(
   }
   const { type, key, ifExists = 'keep', maxAttempts = defaults.maxAttempts } = request;
   if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
-    throw new DelayValidationError('type', `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`);
+    throw new DelayValidationError(
+      'type',
+      `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
+    );
   }
-  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 500 || /^\d+$/.test(key))) {
-    throw new DelayValidationError('key', `must be a string of 1 to 500 characters that is not all digits; got ${JSON.stringify(key)}`);
+  if (
+    key !== undefined &&
+    (typeof key !== 'string' || key.length < 1 || key.length > 500 || /^\d+$/.test(key))
+  ) {
+    throw new DelayValidationError(
+      'key',
+      `must be a string of 1 to 500 characters that is not all digits; got ${JSON.stringify(key)}`,
+    );
   }
   if (ifExists !== 'keep' && ifExists !== 'replace') {
-    throw new DelayValidationError('ifExists', `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`);
+    throw new DelayValidationError(
+      'ifExists',
+      `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`,
+    );
   }
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
-    throw new DelayValidationError('maxAttempts', `must be an integer from 1 to 1000; got ${String(maxAttempts)}`);
+    throw new DelayValidationError(
+      'maxAttempts',
+      `must be an integer from 1 to 1000; got ${String(maxAttempts)}`,
+    );
   }
   const payload = request.payload === undefined ? null : request.payload;
   assertJson(payload, 'payload');

@@ -82,7 +82,9 @@ export class TaskExecutor {
     // Releasing with an error makes the pool destroy the connection instead of reusing it.
     const cutOff = new Error('DelayModule shutting down: handler did not finish in time');
     for (const runner of this.active) {
-      const pgRunner = runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> };
+      const pgRunner = runner as unknown as {
+        releasePostgresConnection?: (error: Error) => Promise<void>;
+      };
       await pgRunner.releasePostgresConnection?.(cutOff).catch(() => undefined);
     }
     this.active.clear();
@@ -105,7 +107,10 @@ export class TaskExecutor {
 
   private take(): number[] {
     // Spread a small queue over all workers; cap a large one at batchSize.
-    const size = Math.min(this.options.batchSize, Math.max(1, Math.ceil(this.pending / this.concurrency)));
+    const size = Math.min(
+      this.options.batchSize,
+      Math.max(1, Math.ceil(this.pending / this.concurrency)),
+    );
     const batch = this.queue.slice(this.head, this.head + size);
     this.head += batch.length;
     if (this.head > 4096 && this.head * 2 > this.queue.length) {
@@ -140,9 +145,9 @@ export class TaskExecutor {
       await runner.startTransaction();
       const nowMs = this.clock.now();
       const now = new Date(nowMs);
-      const claimed = ((await runner.query(CLAIM_TASKS, [ids, now], true)).records as TaskRow[]).sort(
-        (a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id),
-      );
+      const claimed = (
+        (await runner.query(CLAIM_TASKS, [ids, now], true)).records as TaskRow[]
+      ).sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id));
       const fence = { taken: false };
       for (const row of claimed) {
         claimedIds.add(Number(row.id));
@@ -164,7 +169,9 @@ export class TaskExecutor {
       claimedIds.clear();
       if (runner?.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       if (this.stopped) return;
-      this.logger.error(`Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`);
+      this.logger.error(
+        `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
+      );
       // Nothing committed: every id is still pending in the database.
       const later = this.clock.now() + Math.max(this.options.tickMs, 1000);
       for (const id of ids) this.hooks.requeue(id, later);
@@ -199,17 +206,27 @@ export class TaskExecutor {
     // One round trip per task for the fence: the previous task's savepoint is
     // released and this one's taken in one simple-protocol query; COMMIT
     // releases the last.
-    await runner.query(fence.taken ? 'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task' : 'SAVEPOINT delayed_task');
+    await runner.query(
+      fence.taken
+        ? 'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task'
+        : 'SAVEPOINT delayed_task',
+    );
     fence.taken = true;
     try {
-      await handler(row.payload, { task: toTask(row), manager: runner.manager, instanceId: this.options.instanceId });
+      await handler(row.payload, {
+        task: toTask(row),
+        manager: runner.manager,
+        instanceId: this.options.instanceId,
+      });
       return 'executed';
     } catch (error) {
       await runner.query('ROLLBACK TO SAVEPOINT delayed_task');
       const message = errorText(error);
       if (row.attempts >= row.max_attempts) {
         await runner.query(DEAD_LETTER_TASK, [row.id, message, now]);
-        this.logger.error(`Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`);
+        this.logger.error(
+          `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
+        );
         return 'dead';
       }
       const dueAtMs = nowMs + retryDelayMs(this.options, row.attempts);
@@ -240,10 +257,15 @@ export class TaskExecutor {
       const nowMs = this.clock.now();
       for (const row of rows) {
         if (row.locked_by !== null && row.locked_by !== this.options.instanceId) continue;
-        this.hooks.requeue(Number(row.id), Math.max(row.due_at.getTime(), nowMs + this.options.tickMs));
+        this.hooks.requeue(
+          Number(row.id),
+          Math.max(row.due_at.getTime(), nowMs + this.options.tickMs),
+        );
       }
     } catch (error) {
-      this.logger.error(`Rechecking ${ids.length} unclaimed task(s) failed; the loader will find them: ${errorText(error)}`);
+      this.logger.error(
+        `Rechecking ${ids.length} unclaimed task(s) failed; the loader will find them: ${errorText(error)}`,
+      );
     }
   }
 }

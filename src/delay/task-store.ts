@@ -45,13 +45,39 @@ export class TaskStore {
     }
   }
 
-  async insert(req: NormalizedRequest, lockedBy: string | null, now: Date, manager?: EntityManager) {
-    const params = [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now];
+  async insert(
+    req: NormalizedRequest,
+    lockedBy: string | null,
+    now: Date,
+    manager?: EntityManager,
+  ) {
+    const params = [
+      req.type,
+      req.key,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+    ];
     return (await this.rows<TaskRow>(INSERT_TASK, params, manager))[0];
   }
 
-  async replaceByKey(req: NormalizedRequest, lockedBy: string | null, now: Date, manager?: EntityManager) {
-    const params = [req.key, req.type, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now];
+  async replaceByKey(
+    req: NormalizedRequest,
+    lockedBy: string | null,
+    now: Date,
+    manager?: EntityManager,
+  ) {
+    const params = [
+      req.key,
+      req.type,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+    ];
     return (await this.rows<TaskRow>(REPLACE_BY_KEY, params, manager))[0];
   }
 
@@ -59,7 +85,13 @@ export class TaskStore {
     return (await this.rows<TaskRow>(GET_PENDING_BY_KEY, [key], manager))[0];
   }
 
-  async insertMany(reqs: NormalizedRequest[], lockedBy: string | null, now: Date, horizon: Date, manager?: EntityManager) {
+  async insertMany(
+    reqs: NormalizedRequest[],
+    lockedBy: string | null,
+    now: Date,
+    horizon: Date,
+    manager?: EntityManager,
+  ) {
     const params = [
       reqs.map((r) => r.type),
       reqs.map((r) => r.key),
@@ -70,15 +102,27 @@ export class TaskStore {
       now,
       horizon,
     ];
-    return this.rows<DueRow & { key: string | null; locked_by: string | null }>(INSERT_TASKS, params, manager);
+    return this.rows<DueRow & { key: string | null; locked_by: string | null }>(
+      INSERT_TASKS,
+      params,
+      manager,
+    );
   }
 
   async cancel(ref: ParsedRef, now: Date, manager?: EntityManager) {
     return (await this.rows<{ id: string }>(CANCEL_TASK, [ref.id, ref.key, now], manager))[0];
   }
 
-  async reschedule(ref: ParsedRef, dueAt: Date, now: Date, lockedBy: string | null, manager?: EntityManager) {
-    return (await this.rows<TaskRow>(RESCHEDULE_TASK, [ref.id, ref.key, dueAt, now, lockedBy], manager))[0];
+  async reschedule(
+    ref: ParsedRef,
+    dueAt: Date,
+    now: Date,
+    lockedBy: string | null,
+    manager?: EntityManager,
+  ) {
+    return (
+      await this.rows<TaskRow>(RESCHEDULE_TASK, [ref.id, ref.key, dueAt, now, lockedBy], manager)
+    )[0];
   }
 
   async retryDead(ref: ParsedRef, now: Date, lockedBy: string | null) {

@@ -2,7 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { Duration } from './duration.js';
 
 /** JSON as Postgres' jsonb stores it. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export type TaskState = 'pending' | 'executed' | 'cancelled' | 'dead';
 

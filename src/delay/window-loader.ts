@@ -70,7 +70,9 @@ export class WindowLoader {
       await this.beat();
       await this.load();
     } catch (error) {
-      this.logger.error(`Delay loader round failed, trying again in ${this.options.heartbeatMs} ms: ${errorText(error)}`);
+      this.logger.error(
+        `Delay loader round failed, trying again in ${this.options.heartbeatMs} ms: ${errorText(error)}`,
+      );
     }
   }
 
@@ -83,7 +85,9 @@ export class WindowLoader {
     );
     if (expired.length > 0) {
       await this.store.releaseExpiredInstances(expired, new Date(nowMs));
-      this.logger.warn(`Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`);
+      this.logger.warn(
+        `Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`,
+      );
     }
   }
 

@@ -23,7 +23,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startApp(env: Record<string, string>, readyTimeoutMs = 30_000): Promise<AppProcess> {
+export async function startApp(
+  env: Record<string, string>,
+  readyTimeoutMs = 30_000,
+): Promise<AppProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env, PORT: String(port) },
@@ -32,10 +35,15 @@ export async function startApp(env: Record<string, string>, readyTimeoutMs = 30_
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
 
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`app did not start in ${readyTimeoutMs} ms:\n${output}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`app did not start in ${readyTimeoutMs} ms:\n${output}`)),
+      readyTimeoutMs,
+    );
     const check = () => {
       if (output.includes('Listening on')) {
         clearTimeout(timer);
@@ -64,7 +72,11 @@ export async function startApp(env: Record<string, string>, readyTimeoutMs = 30_
   };
 }
 
-export async function json(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function json(
+  method: string,
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -74,12 +86,17 @@ export async function json(method: string, url: string, body?: unknown): Promise
 }
 
 /** Polls until the check passes; real time is the point of these tests. */
-export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`still not there after ${timeoutMs} ms: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`still not there after ${timeoutMs} ms: ${JSON.stringify(value)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -2,7 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/config/app-config.js';
-import { createTestDatabase, describeWithServer, type TestDatabase } from '../support/test-database.js';
+import {
+  createTestDatabase,
+  describeWithServer,
+  type TestDatabase,
+} from '../support/test-database.js';
 import { eventually, json, startApp } from './app-process.js';
 
 // These boot `node dist/src/main.js` (built by `pretest`) in a child process, with
@@ -17,7 +21,10 @@ describe('the compiled service in real time, on the embedded database', () => {
     const app = await startApp(env);
     let orderId: string;
     try {
-      const created = await json('POST', `${app.baseUrl}/orders`, { userId: 'real-time', amountCents: 500 });
+      const created = await json('POST', `${app.baseUrl}/orders`, {
+        userId: 'real-time',
+        amountCents: 500,
+      });
       expect(created.status).toBe(201);
       orderId = created.body.id;
       const deadline = Date.parse(created.body.paymentDeadline);
@@ -38,16 +45,19 @@ describe('the compiled service in real time, on the embedded database', () => {
     const again = await startApp(env);
     try {
       const res = await json('GET', `${again.baseUrl}/orders/${orderId!}/history`);
-      expect(res.body.map((e: { type: string; by: string }) => `${e.type}/${e.by}`)).toEqual(['CREATED/user', 'CLOSED/system']);
+      expect(res.body.map((e: { type: string; by: string }) => `${e.type}/${e.by}`)).toEqual([
+        'CREATED/user',
+        'CLOSED/system',
+      ]);
     } finally {
       expect(await again.stop()).toBe(0);
     }
   }, 60_000);
 
   it('refuses to start on a bad setting, naming the variable', async () => {
-    await expect(startApp({ PGLITE_DIR: dataDir, ORDER_PAYMENT_TIMEOUT: 'soon' }, 15_000)).rejects.toThrow(
-      /Invalid configuration: ORDER_PAYMENT_TIMEOUT must be a duration/,
-    );
+    await expect(
+      startApp({ PGLITE_DIR: dataDir, ORDER_PAYMENT_TIMEOUT: 'soon' }, 15_000),
+    ).rejects.toThrow(/Invalid configuration: ORDER_PAYMENT_TIMEOUT must be a duration/);
     expect(ConfigError.name).toBe('ConfigError');
   }, 30_000);
 });
@@ -70,7 +80,10 @@ describeWithServer('a crash (SIGKILL) with tasks in flight', () => {
     const first = await startApp(env);
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
-      const res = await json('POST', `${first.baseUrl}/orders`, { userId: `crash-${i}`, amountCents: 100 + i });
+      const res = await json('POST', `${first.baseUrl}/orders`, {
+        userId: `crash-${i}`,
+        amountCents: 100 + i,
+      });
       expect(res.status).toBe(201);
       ids.push(res.body.id);
     }

@@ -23,7 +23,9 @@ describe('boot', () => {
   it('refuses two handlers for one type, naming both', async () => {
     const boot = createDelayTestApp(db, {}, undefined, [{ module: DuplicateModule }]);
     await expect(boot).rejects.toBeInstanceOf(DuplicateHandlerError);
-    await expect(createDelayTestApp(db, {}, undefined, [{ module: DuplicateModule }])).rejects.toThrow(
+    await expect(
+      createDelayTestApp(db, {}, undefined, [{ module: DuplicateModule }]),
+    ).rejects.toThrow(
       /Two handlers for delayed task type "test.effect": TestHandlers.effect and SecondEffectHandler.handle/,
     );
   });
@@ -38,9 +40,17 @@ describe('boot', () => {
   });
 
   it('names the option that is wrong', () => {
-    expect(() => resolveDelayOptions({ tickMs: 0 })).toThrow(/DelayModule option tickMs must be a positive integer; got 0/);
-    expect(() => resolveDelayOptions({ lease: 'forever' })).toThrow(/DelayModule option lease must be/);
-    expect(() => resolveDelayOptions({ retry: { jitter: 2 } })).toThrow(/retry.jitter must be between 0 and 1/);
-    expect(() => resolveDelayOptions({ window: 10, tickMs: 1000 })).toThrow(/window must be at least one tick/);
+    expect(() => resolveDelayOptions({ tickMs: 0 })).toThrow(
+      /DelayModule option tickMs must be a positive integer; got 0/,
+    );
+    expect(() => resolveDelayOptions({ lease: 'forever' })).toThrow(
+      /DelayModule option lease must be/,
+    );
+    expect(() => resolveDelayOptions({ retry: { jitter: 2 } })).toThrow(
+      /retry.jitter must be between 0 and 1/,
+    );
+    expect(() => resolveDelayOptions({ window: 10, tickMs: 1000 })).toThrow(
+      /window must be at least one tick/,
+    );
   });
 });

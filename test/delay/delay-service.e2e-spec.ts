@@ -1,5 +1,9 @@
 import { DataSource } from 'typeorm';
-import { DelayValidationError, TaskNotFoundError, UnknownTaskTypeError } from '../../src/delay/index.js';
+import {
+  DelayValidationError,
+  TaskNotFoundError,
+  UnknownTaskTypeError,
+} from '../../src/delay/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
@@ -10,13 +14,18 @@ const HOUR = 60 * MINUTE;
 let db: TestDatabase;
 let t: DelayTestApp;
 
-const count = async (sql: string, params: unknown[] = []) => Number((await t.query(sql, params))[0].count);
-const effects = (taskId: string) => count(`SELECT count(*) FROM effect WHERE task_id = $1`, [taskId]);
+const count = async (sql: string, params: unknown[] = []) =>
+  Number((await t.query(sql, params))[0].count);
+const effects = (taskId: string) =>
+  count(`SELECT count(*) FROM effect WHERE task_id = $1`, [taskId]);
 
 beforeAll(async () => {
   db = await createTestDatabase();
   // Concurrency 1: tasks due together are claimed in one batch, one transaction.
-  t = await createDelayTestApp(db, { concurrency: 1, retry: { baseDelay: '10s', maxDelay: '1m', jitter: 0 } });
+  t = await createDelayTestApp(db, {
+    concurrency: 1,
+    retry: { baseDelay: '10s', maxDelay: '1m', jitter: 0 },
+  });
 });
 
 afterAll(async () => {
@@ -27,7 +36,13 @@ afterAll(async () => {
 describe('schedule / get / cancel / reschedule', () => {
   it('stores a pending task with its due time from the clock', async () => {
     const task = await t.delay.schedule({ type: 'test.effect', payload: { a: 1 }, delay: '30m' });
-    expect(task).toMatchObject({ type: 'test.effect', payload: { a: 1 }, state: 'pending', attempts: 0, key: null });
+    expect(task).toMatchObject({
+      type: 'test.effect',
+      payload: { a: 1 },
+      state: 'pending',
+      attempts: 0,
+      key: null,
+    });
     expect(task.dueAt.getTime()).toBe(t.clock.now() + 30 * MINUTE);
     expect(await t.delay.get(task.id)).toMatchObject({ id: task.id, state: 'pending' });
     expect(await t.delay.cancel(task.id)).toBe(true);
@@ -50,12 +65,28 @@ describe('schedule / get / cancel / reschedule', () => {
   });
 
   it('dedupes by key: keep returns the pending task, replace moves it', async () => {
-    const first = await t.delay.schedule({ type: 'test.effect', key: 'order:1:close', delay: '10m', payload: { v: 1 } });
-    const kept = await t.delay.schedule({ type: 'test.effect', key: 'order:1:close', delay: '20m', payload: { v: 2 } });
+    const first = await t.delay.schedule({
+      type: 'test.effect',
+      key: 'order:1:close',
+      delay: '10m',
+      payload: { v: 1 },
+    });
+    const kept = await t.delay.schedule({
+      type: 'test.effect',
+      key: 'order:1:close',
+      delay: '20m',
+      payload: { v: 2 },
+    });
     expect(kept.id).toBe(first.id);
     expect(kept.payload).toEqual({ v: 1 });
     expect(kept.dueAt).toEqual(first.dueAt);
-    const replaced = await t.delay.schedule({ type: 'test.effect', key: 'order:1:close', delay: '5m', payload: { v: 3 }, ifExists: 'replace' });
+    const replaced = await t.delay.schedule({
+      type: 'test.effect',
+      key: 'order:1:close',
+      delay: '5m',
+      payload: { v: 3 },
+      ifExists: 'replace',
+    });
     expect(replaced.id).toBe(first.id);
     expect(replaced.payload).toEqual({ v: 3 });
     expect(replaced.dueAt.getTime()).toBe(t.clock.now() + 5 * MINUTE);
@@ -63,7 +94,11 @@ describe('schedule / get / cancel / reschedule', () => {
     // By key: get, then cancel, then a new one may take the key.
     expect((await t.delay.get('order:1:close'))?.id).toBe(first.id);
     expect(await t.delay.cancel('order:1:close')).toBe(true);
-    const again = await t.delay.schedule({ type: 'test.effect', key: 'order:1:close', delay: '5m' });
+    const again = await t.delay.schedule({
+      type: 'test.effect',
+      key: 'order:1:close',
+      delay: '5m',
+    });
     expect(again.id).not.toBe(first.id);
     await t.delay.cancel(again.id);
   });
@@ -84,11 +119,16 @@ describe('schedule / get / cancel / reschedule', () => {
     t.clock.advance(HOUR);
     await t.delay.drain();
     expect(await effects(later.id)).toBe(1);
-    await expect(t.delay.reschedule(later.id, { delay: '1m' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(t.delay.reschedule(later.id, { delay: '1m' })).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
   });
 
   it('fires a task due in the past on the next turn', async () => {
-    const task = await t.delay.schedule({ type: 'test.effect', runAt: new Date(t.clock.now() - HOUR) });
+    const task = await t.delay.schedule({
+      type: 'test.effect',
+      runAt: new Date(t.clock.now() - HOUR),
+    });
     await t.delay.drain();
     expect(await effects(task.id)).toBe(1);
   });
@@ -96,22 +136,58 @@ describe('schedule / get / cancel / reschedule', () => {
 
 describe('validation: a clear error at the call, nothing written', () => {
   const bad: Array<[string, Record<string, unknown>, RegExp]> = [
-    ['unknown type', { type: 'nobody.handles', delay: 1 }, /No handler for delayed task type "nobody.handles"/],
+    [
+      'unknown type',
+      { type: 'nobody.handles', delay: 1 },
+      /No handler for delayed task type "nobody.handles"/,
+    ],
     ['negative delay', { type: 'test.effect', delay: -1 }, /delay must be/],
     ['NaN delay', { type: 'test.effect', delay: NaN }, /delay must be/],
     ['infinite delay', { type: 'test.effect', delay: Infinity }, /delay must be/],
     ['nonsense duration', { type: 'test.effect', delay: '3 fortnights' }, /delay must be/],
-    ['invalid date', { type: 'test.effect', runAt: new Date('nope') }, /runAt must be a valid date/],
-    ['unparseable date string', { type: 'test.effect', runAt: 'tomorrow-ish' }, /runAt must be a valid date/],
-    ['both delay and runAt', { type: 'test.effect', delay: 1, runAt: new Date() }, /only one of them/],
+    [
+      'invalid date',
+      { type: 'test.effect', runAt: new Date('nope') },
+      /runAt must be a valid date/,
+    ],
+    [
+      'unparseable date string',
+      { type: 'test.effect', runAt: 'tomorrow-ish' },
+      /runAt must be a valid date/,
+    ],
+    [
+      'both delay and runAt',
+      { type: 'test.effect', delay: 1, runAt: new Date() },
+      /only one of them/,
+    ],
     ['neither delay nor runAt', { type: 'test.effect' }, /delay or runAt is required/],
-    ['function payload', { type: 'test.effect', delay: 1, payload: { f: () => 1 } }, /payload.f must be JSON/],
-    ['NaN in payload', { type: 'test.effect', delay: 1, payload: { n: NaN } }, /payload.n must be JSON/],
-    ['class instance payload', { type: 'test.effect', delay: 1, payload: new Map() }, /payload must be JSON/],
-    ['bigint payload', { type: 'test.effect', delay: 1, payload: [1n] }, /payload\[0\] must be JSON/],
+    [
+      'function payload',
+      { type: 'test.effect', delay: 1, payload: { f: () => 1 } },
+      /payload.f must be JSON/,
+    ],
+    [
+      'NaN in payload',
+      { type: 'test.effect', delay: 1, payload: { n: NaN } },
+      /payload.n must be JSON/,
+    ],
+    [
+      'class instance payload',
+      { type: 'test.effect', delay: 1, payload: new Map() },
+      /payload must be JSON/,
+    ],
+    [
+      'bigint payload',
+      { type: 'test.effect', delay: 1, payload: [1n] },
+      /payload\[0\] must be JSON/,
+    ],
     ['empty type', { type: '', delay: 1 }, /type must be a string/],
     ['all-digit key', { type: 'test.effect', delay: 1, key: '123' }, /key must be/],
-    ['bad ifExists', { type: 'test.effect', delay: 1, key: 'k', ifExists: 'overwrite' }, /ifExists must be/],
+    [
+      'bad ifExists',
+      { type: 'test.effect', delay: 1, key: 'k', ifExists: 'overwrite' },
+      /ifExists must be/,
+    ],
     ['zero maxAttempts', { type: 'test.effect', delay: 1, maxAttempts: 0 }, /maxAttempts must be/],
   ];
 
@@ -119,7 +195,9 @@ describe('validation: a clear error at the call, nothing written', () => {
     const before = await count(`SELECT count(*) FROM delayed_task`);
     const call = t.delay.schedule(request as never);
     await expect(call).rejects.toThrow(message);
-    await expect(call).rejects.toBeInstanceOf(_name === 'unknown type' ? UnknownTaskTypeError : DelayValidationError);
+    await expect(call).rejects.toBeInstanceOf(
+      _name === 'unknown type' ? UnknownTaskTypeError : DelayValidationError,
+    );
     expect(await count(`SELECT count(*) FROM delayed_task`)).toBe(before);
   });
 
@@ -136,7 +214,10 @@ describe('transactional scheduling', () => {
     let rolledBackId = '';
     await expect(
       dataSource.transaction(async (manager) => {
-        const task = await t.delay.schedule({ type: 'test.effect', delay: '1m', key: 'tx:rollback' }, { manager });
+        const task = await t.delay.schedule(
+          { type: 'test.effect', delay: '1m', key: 'tx:rollback' },
+          { manager },
+        );
         rolledBackId = task.id;
         throw new Error('caller rolls back');
       }),
@@ -168,12 +249,21 @@ describe('transactional scheduling', () => {
 
 describe('failures: retried with backoff, then dead-lettered', () => {
   it('retries a failing handler with exponential backoff and rolls back its writes', async () => {
-    const task = await t.delay.schedule({ type: 'test.effect', delay: 0, payload: { fail: 2 }, maxAttempts: 5 });
+    const task = await t.delay.schedule({
+      type: 'test.effect',
+      delay: 0,
+      payload: { fail: 2 },
+      maxAttempts: 5,
+    });
     await t.delay.drain();
     // The handler wrote an effect row before throwing: it was rolled back with its savepoint.
     expect(await effects(task.id)).toBe(0);
     let row = await t.delay.get(task.id);
-    expect(row).toMatchObject({ state: 'pending', attempts: 1, lastError: expect.stringContaining('planned failure 1') });
+    expect(row).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: expect.stringContaining('planned failure 1'),
+    });
     expect(row!.dueAt.getTime()).toBe(t.clock.now() + 10 * SECOND);
 
     t.clock.advance(10 * SECOND - 1);
@@ -199,7 +289,11 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       await t.delay.drain();
     }
     const dead = await t.delay.get(task.id);
-    expect(dead).toMatchObject({ state: 'dead', attempts: 3, lastError: 'Error: this handler always fails' });
+    expect(dead).toMatchObject({
+      state: 'dead',
+      attempts: 3,
+      lastError: 'Error: this handler always fails',
+    });
     expect(dead!.deadAt).not.toBeNull();
     const retried = await t.delay.retry(task.id);
     expect(retried).toMatchObject({ state: 'pending', attempts: 0 });
@@ -215,7 +309,13 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     );
     const tasks = [];
     for (let i = 0; i < 6; i++) {
-      tasks.push(await t.delay.schedule({ type: 'test.effect', runAt: due, payload: i === 2 ? { fail: 1 } : null }));
+      tasks.push(
+        await t.delay.schedule({
+          type: 'test.effect',
+          runAt: due,
+          payload: i === 2 ? { fail: 1 } : null,
+        }),
+      );
     }
     await t.runtime.refresh();
     const batchesBefore = t.delay.stats().batches;
@@ -225,7 +325,9 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     const counts = await Promise.all(tasks.map((task) => effects(task.id)));
     expect(counts).toEqual([1, 1, 0, 1, 1, 1]);
     expect(await t.delay.get(tasks[2].id)).toMatchObject({ state: 'pending', attempts: 1 });
-    const [vanished] = await t.query(`SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`);
+    const [vanished] = await t.query(
+      `SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`,
+    );
     expect(vanished.dead_at).not.toBeNull();
     t.clock.advance(10 * SECOND);
     await t.delay.drain();

@@ -1,4 +1,10 @@
-import { ConsoleLogger, Injectable, Module, type DynamicModule, type LoggerService } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  Injectable,
+  Module,
+  type DynamicModule,
+  type LoggerService,
+} from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { EntityManager } from 'typeorm';
@@ -57,13 +63,20 @@ export class TestHandlers {
 }
 
 async function record(manager: EntityManager, taskId: string, instance: string, at: Date) {
-  await manager.query(`INSERT INTO effect (task_id, instance, at) VALUES ($1, $2, $3)`, [taskId, instance, at]);
+  await manager.query(`INSERT INTO effect (task_id, instance, at) VALUES ($1, $2, $3)`, [
+    taskId,
+    instance,
+    at,
+  ]);
 }
 
 @Module({})
 class HandlersModule {
   static register(behaviour: HandlerBehaviour): DynamicModule {
-    return { module: HandlersModule, providers: [{ provide: HandlerBehaviour, useValue: behaviour }, TestHandlers] };
+    return {
+      module: HandlersModule,
+      providers: [{ provide: HandlerBehaviour, useValue: behaviour }, TestHandlers],
+    };
   }
 }
 
@@ -86,7 +99,10 @@ export async function createDelayTestApp(
   const behaviour = new HandlerBehaviour();
   const moduleRef = await Test.createTestingModule({
     imports: [
-      TypeOrmModule.forRoot({ ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }), retryAttempts: 0 }),
+      TypeOrmModule.forRoot({
+        ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
+        retryAttempts: 0,
+      }),
       DelayModule.forRoot({ concurrency: db.isServer ? undefined : 1, ...options }),
       HandlersModule.register(behaviour),
       ...extraProviders,

@@ -1,5 +1,9 @@
 import { ManualClock } from '../../src/delay/index.js';
-import { createTestDatabase, describeWithServer, type TestDatabase } from '../support/test-database.js';
+import {
+  createTestDatabase,
+  describeWithServer,
+  type TestDatabase,
+} from '../support/test-database.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
 // Three app instances (separate Nest contexts, separate pools) on one server
@@ -14,7 +18,13 @@ describeWithServer('several instances on one database', () => {
     clock = new ManualClock();
     apps = [];
     for (const name of ['a', 'b', 'c']) {
-      apps.push(await createDelayTestApp(db, { instanceId: `instance-${name}`, lease: '3s', concurrency: 3 }, clock));
+      apps.push(
+        await createDelayTestApp(
+          db,
+          { instanceId: `instance-${name}`, lease: '3s', concurrency: 3 },
+          clock,
+        ),
+      );
     }
   });
 
@@ -29,8 +39,12 @@ describeWithServer('several instances on one database', () => {
   it('runs 5,000 tasks due within a few seconds exactly once, spread over the instances', async () => {
     const start = clock.now();
     // Half through the instances' APIs (round robin, as a load balancer would)...
-    const viaApi = Array.from({ length: 2500 }, (_, i) => ({ type: 'test.effect', runAt: start + 1000 + (i % 3000) }));
-    for (let i = 0; i < 3; i++) await apps[i].delay.scheduleMany(viaApi.filter((_, j) => j % 3 === i));
+    const viaApi = Array.from({ length: 2500 }, (_, i) => ({
+      type: 'test.effect',
+      runAt: start + 1000 + (i % 3000),
+    }));
+    for (let i = 0; i < 3; i++)
+      await apps[i].delay.scheduleMany(viaApi.filter((_, j) => j % 3 === i));
     // ...and half written by another producer straight into the table, unleased:
     // the three loaders race for them with SKIP LOCKED.
     await query(
@@ -41,8 +55,11 @@ describeWithServer('several instances on one database', () => {
     );
     await Promise.all(apps.map((a) => a.runtime.refresh()));
     // Some tasks held by every instance at once: the claim must still run them once.
-    const shared = await query<{ id: string; due_at: Date }>(`SELECT id, due_at FROM delayed_task ORDER BY id LIMIT 300`);
-    for (const app of apps) for (const row of shared) app.runtime.hold(Number(row.id), row.due_at.getTime());
+    const shared = await query<{ id: string; due_at: Date }>(
+      `SELECT id, due_at FROM delayed_task ORDER BY id LIMIT 300`,
+    );
+    for (const app of apps)
+      for (const row of shared) app.runtime.hold(Number(row.id), row.due_at.getTime());
 
     clock.advance(4000);
     await drainAll();
@@ -52,7 +69,9 @@ describeWithServer('several instances on one database', () => {
     );
     expect(tasks).toBe(5000);
     expect(executed).toBe(5000);
-    const perTask = await query(`SELECT task_id, count(*)::int AS n FROM effect GROUP BY task_id HAVING count(*) <> 1`);
+    const perTask = await query(
+      `SELECT task_id, count(*)::int AS n FROM effect GROUP BY task_id HAVING count(*) <> 1`,
+    );
     expect(perTask).toEqual([]);
     expect(Number((await query(`SELECT count(*) FROM effect`))[0].count)).toBe(5000);
     const perInstance = await query<{ instance: string; n: number }>(
@@ -70,20 +89,31 @@ describeWithServer('several instances on one database', () => {
     expect(c.runtime.wheel.size).toBe(50);
     // c crashes: no drain, no release; its rows stay leased to it.
     await c.runtime.shutdown(false);
-    const held = await query(`SELECT count(*)::int AS n FROM delayed_task WHERE locked_by = 'instance-c' AND executed_at IS NULL`);
+    const held = await query(
+      `SELECT count(*)::int AS n FROM delayed_task WHERE locked_by = 'instance-c' AND executed_at IS NULL`,
+    );
     expect(held[0].n).toBe(50);
 
     clock.advance(2600);
     await drainAll();
     // Due, but the lease (3 s) has not run out yet: nobody else may take them.
-    expect(Number((await query(`SELECT count(*) FROM effect WHERE task_id = ANY($1)`, [tasks.map((t) => t.id)]))[0].count)).toBe(0);
+    expect(
+      Number(
+        (
+          await query(`SELECT count(*) FROM effect WHERE task_id = ANY($1)`, [
+            tasks.map((t) => t.id),
+          ])
+        )[0].count,
+      ),
+    ).toBe(0);
 
     clock.advance(4000);
     await Promise.all([a.runtime.refresh(), b.runtime.refresh()]);
     await drainAll();
-    const rows = await query(`SELECT task_id, count(*)::int AS n FROM effect WHERE task_id = ANY($1) GROUP BY task_id`, [
-      tasks.map((t) => t.id),
-    ]);
+    const rows = await query(
+      `SELECT task_id, count(*)::int AS n FROM effect WHERE task_id = ANY($1) GROUP BY task_id`,
+      [tasks.map((t) => t.id)],
+    );
     expect(rows).toHaveLength(50);
     expect(rows.every((r) => r.n === 1)).toBe(true);
     expect(await query(`SELECT id FROM delay_instance WHERE id = 'instance-c'`)).toEqual([]);

@@ -16,7 +16,9 @@ describe('restart', () => {
     const first = await createDelayTestApp(db, { instanceId: 'first', lease: '30s' }, clock);
     const scheduled = [];
     for (let i = 0; i < 60; i++) {
-      scheduled.push(await first.delay.schedule({ type: 'test.effect', delay: (i % 20) * MINUTE + 1000 }));
+      scheduled.push(
+        await first.delay.schedule({ type: 'test.effect', delay: (i % 20) * MINUTE + 1000 }),
+      );
     }
     // Three (those due at +1 s) fired before the "crash".
     clock.advance(1000);
@@ -30,7 +32,11 @@ describe('restart', () => {
     // The app is down for 30 minutes: every remaining task falls due meanwhile.
     clock.advance(30 * MINUTE);
     // Concurrency 1, so that the order of effects is the order of claims.
-    const second = await createDelayTestApp(db, { instanceId: 'second', lease: '30s', concurrency: 1 }, clock);
+    const second = await createDelayTestApp(
+      db,
+      { instanceId: 'second', lease: '30s', concurrency: 1 },
+      clock,
+    );
     try {
       // The first instance's lease expired long ago: the second takes its tasks at boot.
       await second.delay.drain();
@@ -81,7 +87,11 @@ describe('a crash between claim and commit', () => {
 
   it('leaves the task pending, and the next instance runs it exactly once', async () => {
     const clock = new ManualClock();
-    const first = await createDelayTestApp(db, { instanceId: 'hangs', shutdownTimeout: '200ms' }, clock);
+    const first = await createDelayTestApp(
+      db,
+      { instanceId: 'hangs', shutdownTimeout: '200ms' },
+      clock,
+    );
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     // The handler writes its effect, then never returns: the process "dies" mid-transaction.
@@ -99,7 +109,11 @@ describe('a crash between claim and commit', () => {
     try {
       await second.delay.drain();
       expect(await second.delay.get(task.id)).toMatchObject({ state: 'executed', attempts: 1 });
-      expect((await second.query(`SELECT count(*)::int AS n FROM effect WHERE task_id = $1`, [task.id]))[0].n).toBe(1);
+      expect(
+        (
+          await second.query(`SELECT count(*)::int AS n FROM effect WHERE task_id = $1`, [task.id])
+        )[0].n,
+      ).toBe(1);
       expect(second.behaviour.calls).toBe(1);
     } finally {
       await second.close();

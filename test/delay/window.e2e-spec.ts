@@ -41,7 +41,9 @@ describe('bounded memory: the wheel holds the window, Postgres the rest', () => 
     await t.runtime.refresh();
     await t.delay.drain();
     expect(t.runtime.wheel.size).toBe(599);
-    const [{ leased }] = await t.query(`SELECT count(*)::int AS leased FROM delayed_task WHERE locked_by IS NOT NULL AND executed_at IS NULL`);
+    const [{ leased }] = await t.query(
+      `SELECT count(*)::int AS leased FROM delayed_task WHERE locked_by IS NOT NULL AND executed_at IS NULL`,
+    );
     expect(leased).toBe(599);
     expect((await t.delay.get(near.id))?.state).toBe('executed');
   }, 120_000);

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import {
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from '../../src/database/embedded-postgres.js';
 
 /**
  * One database per test file: on the server in TEST_DATABASE_URL (created
@@ -51,4 +54,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 export const describeWithServer: jest.Describe = serverUrl
   ? describe
   : (((name: string, fn: () => void) =>
-      describe.skip(`${name} (skipped: needs TEST_DATABASE_URL, a Postgres server)`, fn)) as unknown as jest.Describe);
+      describe.skip(
+        `${name} (skipped: needs TEST_DATABASE_URL, a Postgres server)`,
+        fn,
+      )) as unknown as jest.Describe);
