@@ -1,26 +1,15 @@
 import pg from 'pg';
 import { DelayService } from '../../src/delay/index.js';
-import { createTestApp, type TestApp } from '../support/app-factory.js';
-import {
-  createTestDatabase,
-  describeWithServer,
-  type TestDatabase,
-} from '../support/test-database.js';
-import { HOUR, MINUTE, OrdersApi, SECOND, type OrderJson } from './orders-api.js';
+import type { TestApp } from '../support/app-factory.js';
+import { describeWithServer, type TestDatabase } from '../support/test-database.js';
+import { HOUR, MINUTE, OrdersApi, SECOND, type OrderJson, useOrdersApp } from './orders-api.js';
 
-let db: TestDatabase;
+const app = useOrdersApp();
 let t: TestApp;
 let api: OrdersApi;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await createTestApp(db);
-  api = new OrdersApi(t);
-});
-
-afterAll(async () => {
-  await t?.app.close();
-  await db?.drop();
+let db: TestDatabase;
+beforeAll(() => {
+  ({ t, api, db } = app);
 });
 
 /** Lets `n` turns of the event loop pass, so that requests already sent get that far. */

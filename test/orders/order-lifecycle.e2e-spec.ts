@@ -1,20 +1,11 @@
-import { createTestApp, type TestApp } from '../support/app-factory.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { HOUR, MINUTE, OrdersApi, SECOND } from './orders-api.js';
+import type { TestApp } from '../support/app-factory.js';
+import { HOUR, MINUTE, OrdersApi, SECOND, useOrdersApp } from './orders-api.js';
 
-let db: TestDatabase;
+const app = useOrdersApp();
 let t: TestApp;
 let api: OrdersApi;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await createTestApp(db);
-  api = new OrdersApi(t);
-});
-
-afterAll(async () => {
-  await t?.app.close();
-  await db?.drop();
+beforeAll(() => {
+  ({ t, api } = app);
 });
 
 describe('payment timeout', () => {

@@ -1,7 +1,8 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { DelayService } from '../../src/delay/index.js';
-import type { TestApp } from '../support/app-factory.js';
+import { createTestApp, type TestApp } from '../support/app-factory.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 export const SECOND = 1000;
 export const MINUTE = 60 * SECOND;
@@ -70,4 +71,29 @@ export class OrdersApi {
       [key],
     );
   }
+}
+
+export interface OrdersTestContext {
+  db: TestDatabase;
+  t: TestApp;
+  api: OrdersApi;
+}
+
+/**
+ * Gives a test file its own database and app: registers the beforeAll that
+ * creates them and the afterAll that closes and drops them. Read the fields
+ * inside tests or hooks, once beforeAll has run.
+ */
+export function useOrdersApp(env: Record<string, string> = {}): OrdersTestContext {
+  const context = {} as OrdersTestContext;
+  beforeAll(async () => {
+    context.db = await createTestDatabase();
+    context.t = await createTestApp(context.db, env);
+    context.api = new OrdersApi(context.t);
+  });
+  afterAll(async () => {
+    await context.t?.app.close();
+    await context.db?.drop();
+  });
+  return context;
 }
