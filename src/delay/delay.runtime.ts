@@ -112,11 +112,13 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     const finished = await this.executor.stop(this.options.shutdownTimeoutMs);
     if (!finished) {
       this.logger.warn(
-        `Handlers still running after ${this.options.shutdownTimeoutMs} ms were cut off; their transactions rolled back and their tasks stay pending`,
+        `Handlers still running after ${this.options.shutdownTimeoutMs} ms were cut off; their transactions rolled back, their tasks stay pending and go to another instance when the lease expires`,
       );
     }
     try {
-      await this.loader.stop(release && this.dataSource.isInitialized);
+      // After a cut-off, a hung handler's query may still hold row locks the
+      // release would wait on: let the lease expire instead.
+      await this.loader.stop(release && finished && this.dataSource.isInitialized);
     } catch (error) {
       this.logger.warn(
         `Could not release leases at shutdown; they expire in ${this.options.leaseMs} ms: ${errorText(error)}`,

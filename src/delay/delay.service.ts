@@ -82,7 +82,8 @@ export class DelayService {
     });
     if (reqs.length === 0) return [];
     const nowMs = this.runtime.clock.now();
-    const lockedBy = options.manager ? null : this.runtime.options.instanceId;
+    const lockedBy =
+      options.manager || !this.runtime.running ? null : this.runtime.options.instanceId;
     const rows = await this.runtime.store.insertMany(
       reqs,
       lockedBy,
@@ -148,7 +149,7 @@ export class DelayService {
     const row = await this.runtime.store.retryDead(
       ref,
       new Date(this.runtime.clock.now()),
-      this.runtime.options.instanceId,
+      this.runtime.running ? this.runtime.options.instanceId : null,
     );
     if (!row) throw new TaskNotFoundError(idOrKey);
     this.track(row, false);
@@ -181,7 +182,9 @@ export class DelayService {
    * if it commits after it falls due the loader still finds it.
    */
   private leaseFor(dueAtMs: number, inCallerTransaction: boolean): string | null {
-    if (inCallerTransaction) return null;
+    // Before start or while shutting down this instance's wheel will not run
+    // the task: leave it unleased, for the loader of whichever instance runs.
+    if (inCallerTransaction || !this.runtime.running) return null;
     return dueAtMs < this.runtime.clock.now() + this.runtime.options.windowMs
       ? this.runtime.options.instanceId
       : null;

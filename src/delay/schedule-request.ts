@@ -13,6 +13,7 @@ export interface NormalizedRequest {
 }
 
 const MAX_JSON_DEPTH = 100;
+const LATEST_DUE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /** Only what survives a round trip through jsonb; anything else is an error, not a silent change. */
 function assertJson(value: unknown, path: string, depth = 0): void {
@@ -55,6 +56,12 @@ function dueAt(request: ScheduleRequest<unknown>, nowMs: number): number {
         `must be a non-negative finite number of ms or a duration such as '30m' or '48h'; got ${JSON.stringify(request.delay) ?? String(request.delay)}`,
       );
     }
+    if (nowMs + ms > LATEST_DUE_MS) {
+      throw new DelayValidationError(
+        'delay',
+        `puts the task after the year 9999; got ${String(request.delay)}`,
+      );
+    }
     return nowMs + ms;
   }
   const runAt = request.runAt;
@@ -68,6 +75,13 @@ function dueAt(request: ScheduleRequest<unknown>, nowMs: number): number {
           : NaN;
   if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) {
     throw new DelayValidationError('runAt', `must be a valid date; got ${String(runAt)}`);
+  }
+  // Postgres stores far more, but a date outside these years is a bug upstream, not a plan.
+  if (ms < 0 || ms > LATEST_DUE_MS) {
+    throw new DelayValidationError(
+      'runAt',
+      `must be between 1970 and 9999; got ${new Date(ms).toISOString()}`,
+    );
   }
   return ms;
 }

@@ -15,6 +15,8 @@ export interface ExecutorHooks {
   forget(id: number): void;
 }
 
+type Outcome = 'executed' | 'dead' | { id: number; dueAtMs: number; held: boolean };
+
 export interface ExecutorStats {
   executed: number;
   failed: number;
@@ -135,7 +137,7 @@ export class TaskExecutor {
 
   private async runBatch(ids: number[]): Promise<void> {
     const claimedIds = new Set<number>();
-    const retries: Array<{ id: number; dueAtMs: number; held: boolean }> = [];
+    const retries: Array<Exclude<Outcome, string>> = [];
     let runner: QueryRunner | undefined;
     const counts = { executed: 0, failed: 0, dead: 0 };
     try {
@@ -148,10 +150,34 @@ export class TaskExecutor {
       const claimed = (
         (await runner.query(CLAIM_TASKS, [ids, now], true)).records as TaskRow[]
       ).sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id));
-      const fence = { taken: false };
-      for (const row of claimed) {
+      const outcomes: Outcome[] = [];
+      for (const [index, row] of claimed.entries()) {
         claimedIds.add(Number(row.id));
-        const outcome = await this.runOne(runner, row, nowMs, fence);
+        // One round trip per task for the fence: the previous task's savepoint
+        // is released and this one's taken in one simple-protocol query.
+        if (index === 0) await runner.query('SAVEPOINT delayed_task');
+        else
+          await this.fence(
+            runner,
+            claimed[index - 1],
+            outcomes,
+            nowMs,
+            'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task',
+          );
+        outcomes.push(await this.runOne(runner, row, nowMs));
+      }
+      // A separate release for the last task: COMMIT on a transaction that a
+      // handler left aborted would quietly roll back the whole batch.
+      if (claimed.length > 0) {
+        await this.fence(
+          runner,
+          claimed[claimed.length - 1],
+          outcomes,
+          nowMs,
+          'RELEASE SAVEPOINT delayed_task',
+        );
+      }
+      for (const outcome of outcomes) {
         if (outcome === 'executed') counts.executed++;
         else if (outcome === 'dead') counts.dead++;
         else {
@@ -188,30 +214,40 @@ export class TaskExecutor {
     if (missing.length > 0) await this.recheck(missing);
   }
 
-  /** One task inside the batch's transaction, fenced by a savepoint. */
-  private async runOne(
+  /**
+   * Closes the previous task's savepoint. If that fails, its handler returned
+   * normally but left the transaction aborted (it swallowed a database
+   * error): undo its writes and count it as failed, so the other tasks of the
+   * batch still commit.
+   */
+  private async fence(
     runner: QueryRunner,
-    row: TaskRow,
+    previous: TaskRow,
+    outcomes: Outcome[],
     nowMs: number,
-    fence: { taken: boolean },
-  ): Promise<'executed' | 'dead' | { id: number; dueAtMs: number; held: boolean }> {
-    const now = new Date(nowMs);
+    sql: string,
+  ) {
+    try {
+      await runner.query(sql);
+    } catch (error) {
+      await runner.query('ROLLBACK TO SAVEPOINT delayed_task');
+      const failure = new Error(
+        `handler returned but left its transaction aborted (${errorText(error)})`,
+      );
+      outcomes[outcomes.length - 1] = await this.recordFailure(runner, previous, failure, nowMs);
+      await runner.query(sql);
+    }
+  }
+
+  /** One task inside the batch's transaction, after its savepoint was taken. */
+  private async runOne(runner: QueryRunner, row: TaskRow, nowMs: number): Promise<Outcome> {
     const handler = this.registry.get(row.type);
     if (!handler) {
       const message = noHandlerAtRun(row.type);
-      await runner.query(DEAD_LETTER_TASK, [row.id, message, now]);
+      await runner.query(DEAD_LETTER_TASK, [row.id, message, new Date(nowMs)]);
       this.logger.error(`Task ${row.id} (${row.type}): ${message}`);
       return 'dead';
     }
-    // One round trip per task for the fence: the previous task's savepoint is
-    // released and this one's taken in one simple-protocol query; COMMIT
-    // releases the last.
-    await runner.query(
-      fence.taken
-        ? 'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task'
-        : 'SAVEPOINT delayed_task',
-    );
-    fence.taken = true;
     try {
       await handler(row.payload, {
         task: toTask(row),
@@ -221,29 +257,40 @@ export class TaskExecutor {
       return 'executed';
     } catch (error) {
       await runner.query('ROLLBACK TO SAVEPOINT delayed_task');
-      const message = errorText(error);
-      if (row.attempts >= row.max_attempts) {
-        await runner.query(DEAD_LETTER_TASK, [row.id, message, now]);
-        this.logger.error(
-          `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
-        );
-        return 'dead';
-      }
-      const dueAtMs = nowMs + retryDelayMs(this.options, row.attempts);
-      // A retry beyond the window is left for whichever instance loads it then.
-      const held = dueAtMs < nowMs + this.options.windowMs;
-      await runner.query(RETRY_TASK_LATER, [
-        row.id,
-        message,
-        new Date(dueAtMs),
-        now,
-        held ? this.options.instanceId : null,
-      ]);
-      this.logger.warn(
-        `Task ${row.id} (${row.type}) failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(dueAtMs).toISOString()}: ${message}`,
-      );
-      return { id: Number(row.id), dueAtMs, held };
+      return this.recordFailure(runner, row, error, nowMs);
     }
+  }
+
+  /** Inside the savepoint, after its rollback: retry later with backoff, or dead-letter. */
+  private async recordFailure(
+    runner: QueryRunner,
+    row: TaskRow,
+    error: unknown,
+    nowMs: number,
+  ): Promise<Outcome> {
+    const now = new Date(nowMs);
+    const message = errorText(error);
+    if (row.attempts >= row.max_attempts) {
+      await runner.query(DEAD_LETTER_TASK, [row.id, message, now]);
+      this.logger.error(
+        `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
+      );
+      return 'dead';
+    }
+    const dueAtMs = nowMs + retryDelayMs(this.options, row.attempts);
+    // A retry beyond the window is left for whichever instance loads it then.
+    const held = dueAtMs < nowMs + this.options.windowMs;
+    await runner.query(RETRY_TASK_LATER, [
+      row.id,
+      message,
+      new Date(dueAtMs),
+      now,
+      held ? this.options.instanceId : null,
+    ]);
+    this.logger.warn(
+      `Task ${row.id} (${row.type}) failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(dueAtMs).toISOString()}: ${message}`,
+    );
+    return { id: Number(row.id), dueAtMs, held };
   }
 
   /**
@@ -263,8 +310,11 @@ export class TaskExecutor {
         );
       }
     } catch (error) {
+      // Still leased to this instance, so no loader would take them: look again later.
+      const later = this.clock.now() + Math.max(this.options.tickMs, 1000);
+      for (const id of ids) this.hooks.requeue(id, later);
       this.logger.error(
-        `Rechecking ${ids.length} unclaimed task(s) failed; the loader will find them: ${errorText(error)}`,
+        `Rechecking ${ids.length} unclaimed task(s) failed, trying again shortly: ${errorText(error)}`,
       );
     }
   }

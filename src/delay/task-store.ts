@@ -9,11 +9,11 @@ import {
 } from './sql/manage-tasks.js';
 import {
   DATABASE_NOW,
-  DELETE_INSTANCE,
   HEARTBEAT,
   LEASE_DUE_TASKS,
   RELEASE_EXPIRED_INSTANCES,
   RELEASE_INSTANCE_TASKS,
+  RETIRE_INSTANCE,
   RELEASE_ORPHANED_TASKS,
 } from './sql/leases.js';
 import { FIND_PENDING_BY_IDS } from './sql/claim-tasks.js';
@@ -36,7 +36,12 @@ export class TaskStore {
 
   async rows<T>(sql: string, params: unknown[], manager?: EntityManager): Promise<T[]> {
     const runner = manager?.queryRunner;
-    if (runner && !runner.isReleased) return (await runner.query(sql, params, true)).records as T[];
+    if (runner?.isReleased) {
+      throw new Error(
+        'The EntityManager passed as { manager } belongs to a transaction that has already ended',
+      );
+    }
+    if (runner) return (await runner.query(sql, params, true)).records as T[];
     const own = this.dataSource.createQueryRunner();
     try {
       return (await own.query(sql, params, true)).records as T[];
@@ -137,10 +142,18 @@ export class TaskStore {
     return this.rows<DueRow & { locked_by: string | null }>(FIND_PENDING_BY_IDS, [ids]);
   }
 
-  /** Renews this instance's lease; returns instances whose lease expired. */
-  async heartbeat(instanceId: string, now: Date, leaseUntil: Date): Promise<string[]> {
-    const rows = await this.rows<{ id: string }>(HEARTBEAT, [instanceId, now, leaseUntil]);
-    return rows.map((r) => r.id);
+  /** Renews this instance's lease; returns instances whose lease expired and the database's now. */
+  async heartbeat(
+    instanceId: string,
+    now: Date,
+    leaseUntil: Date,
+  ): Promise<{ expired: string[]; dbNow: Date }> {
+    const [row] = await this.rows<{ expired: string[]; db_now: Date }>(HEARTBEAT, [
+      instanceId,
+      now,
+      leaseUntil,
+    ]);
+    return { expired: row.expired, dbNow: row.db_now };
   }
 
   async releaseExpiredInstances(ids: string[], now: Date) {
@@ -151,9 +164,12 @@ export class TaskStore {
     await this.rows(RELEASE_ORPHANED_TASKS, [now]);
   }
 
-  async releaseInstance(instanceId: string, forget: boolean) {
+  async releaseInstance(instanceId: string) {
     await this.rows(RELEASE_INSTANCE_TASKS, [instanceId]);
-    if (forget) await this.rows(DELETE_INSTANCE, [instanceId]);
+  }
+
+  async retireInstance(instanceId: string) {
+    await this.rows(RETIRE_INSTANCE, [instanceId]);
   }
 
   async leaseDue(instanceId: string, horizon: Date, limit: number, now: Date) {

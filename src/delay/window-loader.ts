@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { Clock, TimerHandle } from './clock/index.js';
+import { SystemClock, type Clock, type TimerHandle } from './clock/index.js';
 import type { ResolvedDelayOptions } from './delay.options.js';
 import { errorText } from './delay.messages.js';
 import type { DueRow, TaskStore } from './task-store.js';
@@ -13,8 +13,15 @@ import type { DueRow, TaskStore } from './task-store.js';
  * due order. Tasks beyond the window stay in Postgres only, so memory depends
  * on the window, not on the table.
  */
+/** Heartbeats between two sweeps for orphaned leases (one a minute with the default lease). */
+const ORPHAN_SWEEP_EVERY = 6;
+/** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
+const CLOCK_OFFSET_LIMIT_MS = 2_000;
+
 export class WindowLoader {
   private timer: TimerHandle | undefined;
+  private beats = 0;
+  private clockWarned = false;
   private running: Promise<void> | undefined;
   private stopped = false;
 
@@ -33,7 +40,7 @@ export class WindowLoader {
   /** First load at boot: reclaims what a previous run under this id held, then everything overdue. */
   async start(): Promise<void> {
     const id = this.options.instanceId;
-    await this.store.releaseInstance(id, false);
+    await this.store.releaseInstance(id);
     await this.beat();
     await this.store.releaseOrphans(new Date(this.clock.now()));
     await this.load();
@@ -54,7 +61,7 @@ export class WindowLoader {
     this.timer?.cancel();
     this.timer = undefined;
     await this.running?.catch(() => undefined);
-    if (release) await this.store.releaseInstance(this.options.instanceId, true);
+    if (release) await this.store.retireInstance(this.options.instanceId);
   }
 
   private arm(): void {
@@ -78,11 +85,15 @@ export class WindowLoader {
 
   private async beat(): Promise<void> {
     const nowMs = this.clock.now();
-    const expired = await this.store.heartbeat(
+    const { expired, dbNow } = await this.store.heartbeat(
       this.options.instanceId,
       new Date(nowMs),
       new Date(nowMs + this.options.leaseMs),
     );
+    this.watchClock(dbNow.getTime() - (nowMs + this.clock.now()) / 2);
+    // Every so often, also free tasks held by instances that left no lease row
+    // at all (a row deleted by a takeover while its owner was still running).
+    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) await this.store.releaseOrphans(new Date(nowMs));
     if (expired.length > 0) {
       await this.store.releaseExpiredInstances(expired, new Date(nowMs));
       this.logger.warn(
@@ -104,5 +115,24 @@ export class WindowLoader {
       if (rows.length > 0) this.onLoaded(rows);
       if (rows.length < this.options.loadPageSize) return;
     }
+  }
+
+  /**
+   * Due times and leases are compared with each instance's own clock, so a
+   * clock that drifted from the database's (and so from the other instances')
+   * deserves a loud message; it is checked at every heartbeat, not only at start.
+   */
+  private watchClock(offsetMs: number): void {
+    // A ManualClock is meant to be far from the database's.
+    if (!(this.clock instanceof SystemClock)) return;
+    const large = Math.abs(offsetMs) > CLOCK_OFFSET_LIMIT_MS;
+    if (large && !this.clockWarned) {
+      this.logger.error(
+        `App clock is ${Math.round(-offsetMs)} ms off the database's: due times and leases may be off by as much across instances`,
+      );
+    } else if (!large && this.clockWarned) {
+      this.logger.log(`App clock is back within ${CLOCK_OFFSET_LIMIT_MS} ms of the database's`);
+    }
+    this.clockWarned = large;
   }
 }

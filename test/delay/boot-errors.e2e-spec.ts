@@ -39,6 +39,21 @@ describe('boot', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  it('leaves a task scheduled during shutdown unleased, for another instance to load', async () => {
+    const app = await createDelayTestApp(db);
+    const before = await app.delay.schedule({ type: 'test.effect', delay: '1m' });
+    await app.runtime.shutdown(true);
+    const during = await app.delay.schedule({ type: 'test.effect', delay: '1m' });
+    const rows = await app.query(
+      `SELECT id, locked_by FROM delayed_task WHERE id = ANY($1) ORDER BY id`,
+      [[before.id, during.id]],
+    );
+    // The first was handed back by the shutdown; the second was never leased.
+    expect(rows.map((r) => r.locked_by)).toEqual([null, null]);
+    expect(await app.query(`SELECT id FROM delay_instance`)).toEqual([]);
+    await app.close();
+  });
+
   it('names the option that is wrong', () => {
     expect(() => resolveDelayOptions({ tickMs: 0 })).toThrow(
       /DelayModule option tickMs must be a positive integer; got 0/,

@@ -162,6 +162,21 @@ describe('validation: a clear error at the call, nothing written', () => {
     ],
     ['neither delay nor runAt', { type: 'test.effect' }, /delay or runAt is required/],
     [
+      'delay beyond year 9999',
+      { type: 'test.effect', delay: 1e16 },
+      /delay puts the task after the year 9999/,
+    ],
+    [
+      'huge duration string',
+      { type: 'test.effect', delay: '99999999d' },
+      /delay puts the task after/,
+    ],
+    [
+      'runAt before 1970',
+      { type: 'test.effect', runAt: -8e15 },
+      /runAt must be between 1970 and 9999/,
+    ],
+    [
       'function payload',
       { type: 'test.effect', delay: 1, payload: { f: () => 1 } },
       /payload.f must be JSON/,
@@ -311,7 +326,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     for (let i = 0; i < 6; i++) {
       tasks.push(
         await t.delay.schedule({
-          type: 'test.effect',
+          type: i === 4 ? 'test.swallows-db-error' : 'test.effect',
           runAt: due,
           payload: i === 2 ? { fail: 1 } : null,
         }),
@@ -323,8 +338,14 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     await t.delay.drain();
     expect(t.delay.stats().batches - batchesBefore).toBe(1);
     const counts = await Promise.all(tasks.map((task) => effects(task.id)));
-    expect(counts).toEqual([1, 1, 0, 1, 1, 1]);
+    // Task 4's handler wrote its effect, then hid a failed statement: undone, and retried.
+    expect(counts).toEqual([1, 1, 0, 1, 0, 1]);
     expect(await t.delay.get(tasks[2].id)).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(await t.delay.get(tasks[4].id)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: expect.stringContaining('left its transaction aborted'),
+    });
     const [vanished] = await t.query(
       `SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`,
     );

@@ -56,6 +56,13 @@ export class TestHandlers {
     }
   }
 
+  /** Writes its effect, then swallows a failed statement: the transaction is left aborted. */
+  @DelayedTaskHandler('test.swallows-db-error')
+  async swallowsDbError(_payload: unknown, { task, manager, instanceId }: TaskContext) {
+    await record(manager, task.id, instanceId, new Date());
+    await manager.query('SELECT * FROM no_such_table').catch(() => undefined);
+  }
+
   @DelayedTaskHandler('test.always-fails')
   alwaysFails(): never {
     throw new Error('this handler always fails');
@@ -101,6 +108,8 @@ export async function createDelayTestApp(
     imports: [
       TypeOrmModule.forRoot({
         ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
+        // Some tests make queries fail on purpose; TEST_LOGS=1 shows them.
+        logging: process.env.TEST_LOGS ? ['error', 'warn'] : false,
         retryAttempts: 0,
       }),
       DelayModule.forRoot({ concurrency: db.isServer ? undefined : 1, ...options }),

@@ -3,6 +3,7 @@ import { PENDING, pendingIn } from './pending.js';
 /**
  * Renews this instance's lease and, in the same round trip, lists instances
  * whose lease ran out (they died or stalled): their tasks are up for takeover.
+ * Also returns the database's clock, to keep an eye on the app's offset.
  * $1 instance id, $2 now, $3 lease until.
  */
 export const HEARTBEAT = `
@@ -12,7 +13,8 @@ export const HEARTBEAT = `
     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, lease_until = EXCLUDED.lease_until
     RETURNING id
   )
-  SELECT id FROM delay_instance WHERE lease_until < $2 AND id <> $1`;
+  SELECT now() AS db_now,
+         ARRAY(SELECT id FROM delay_instance WHERE lease_until < $2 AND id <> $1) AS expired`;
 
 /** Frees the tasks of instances whose lease expired and forgets them. $1 instance ids, $2 now. */
 export const RELEASE_EXPIRED_INSTANCES = `
@@ -28,12 +30,19 @@ export const RELEASE_ORPHANED_TASKS = `
   WHERE t.locked_by IS NOT NULL AND ${pendingIn('t')}
     AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $1)`;
 
-/** Frees everything one instance holds (its shutdown, or its restart under the same id). $1 instance id. */
+/** Frees everything one instance holds (its restart under the same id). $1 instance id. */
 export const RELEASE_INSTANCE_TASKS = `
   UPDATE delayed_task SET locked_by = NULL, locked_at = NULL
   WHERE locked_by = $1 AND ${PENDING}`;
 
-export const DELETE_INSTANCE = `DELETE FROM delay_instance WHERE id = $1`;
+/**
+ * At shutdown: forgets the instance and frees its tasks in one statement, so
+ * nothing can be leased to it in between and then be held by nobody. $1 instance id.
+ */
+export const RETIRE_INSTANCE = `
+  WITH gone AS (DELETE FROM delay_instance WHERE id = $1)
+  UPDATE delayed_task SET locked_by = NULL, locked_at = NULL
+  WHERE locked_by = $1 AND ${PENDING}`;
 
 /**
  * Leases the next page of unheld tasks due before the window's horizon, in
