@@ -1,9 +1,11 @@
 import { ValidationPipe, type INestApplication } from '@nestjs/common';
 import { AllExceptionsFilter } from './http/all-exceptions.filter.js';
+import { RejectPrototypeKeysPipe } from './http/reject-prototype-keys.pipe.js';
 
 /** What main.ts and the e2e tests both apply to the HTTP app, so tests see what users see. */
 export function configureApp(app: INestApplication): INestApplication {
   app.useGlobalPipes(
+    new RejectPrototypeKeysPipe(),
     new ValidationPipe({
       // A field not in the contract is a 400, not silently dropped.
       whitelist: true,
