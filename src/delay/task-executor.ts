@@ -1,11 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { Clock } from './clock/index.js';
-import { retryDelayMs, type ResolvedDelayOptions } from './delay.options.js';
-import { errorText, noHandlerAtRun } from './delay.messages.js';
+import type { ResolvedDelayOptions } from './delay.options.js';
+import { errorText } from './delay.messages.js';
+import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import type { HandlerRegistry } from './handler-registry.js';
-import { CLAIM_TASKS, DEAD_LETTER_TASK, RETRY_TASK_LATER } from './sql/claim-tasks.js';
-import { toTask, type TaskRow } from './task-row.js';
 import type { TaskStore } from './task-store.js';
 
 export interface ExecutorHooks {
@@ -15,21 +14,20 @@ export interface ExecutorHooks {
   forget(id: number): void;
 }
 
-type Outcome = 'executed' | 'dead' | { id: number; dueAtMs: number; held: boolean };
-
 export interface ExecutorStats {
   executed: number;
   failed: number;
   deadLettered: number;
   batches: number;
+  /** Batches whose optimistic pass failed and ran again fenced. */
+  reruns: number;
 }
 
 /**
  * Runs due tasks off the tick path: ids fired by the wheel queue up in due
  * order and up to `concurrency` claim transactions drain them, each taking a
- * batch. One transaction per batch (a savepoint per task, so one failing
- * handler undoes only its own writes) is what lets a burst go faster than one
- * commit per task.
+ * batch. One transaction per batch (see ClaimBatch) is what lets a burst go
+ * faster than one commit per task.
  */
 export class TaskExecutor {
   private queue: number[] = [];
@@ -39,18 +37,27 @@ export class TaskExecutor {
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
   private readonly active = new Set<QueryRunner>();
-  readonly stats: ExecutorStats = { executed: 0, failed: 0, deadLettered: 0, batches: 0 };
+  readonly stats: ExecutorStats = {
+    executed: 0,
+    failed: 0,
+    deadLettered: 0,
+    batches: 0,
+    reruns: 0,
+  };
+  private readonly batch: ClaimBatch;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly store: TaskStore,
-    private readonly registry: HandlerRegistry,
+    registry: HandlerRegistry,
     private readonly clock: Clock,
     private readonly options: ResolvedDelayOptions,
     private readonly concurrency: number,
     private readonly logger: Logger,
     private readonly hooks: ExecutorHooks,
-  ) {}
+  ) {
+    this.batch = new ClaimBatch(registry, options, logger);
+  }
 
   get pending(): number {
     return this.queue.length - this.head;
@@ -136,64 +143,13 @@ export class TaskExecutor {
   }
 
   private async runBatch(ids: number[]): Promise<void> {
-    const claimedIds = new Set<number>();
-    const retries: Array<Exclude<Outcome, string>> = [];
-    let runner: QueryRunner | undefined;
-    const counts = { executed: 0, failed: 0, dead: 0 };
+    const runner = this.dataSource.createQueryRunner();
+    this.active.add(runner);
+    let result: BatchResult;
     try {
-      runner = this.dataSource.createQueryRunner();
-      this.active.add(runner);
       await runner.connect();
-      await runner.startTransaction();
-      const nowMs = this.clock.now();
-      const now = new Date(nowMs);
-      const claimed = (
-        (await runner.query(CLAIM_TASKS, [ids, now], true)).records as TaskRow[]
-      ).sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id));
-      const outcomes: Outcome[] = [];
-      for (const [index, row] of claimed.entries()) {
-        claimedIds.add(Number(row.id));
-        // One round trip per task for the fence: the previous task's savepoint
-        // is released and this one's taken in one simple-protocol query.
-        if (index === 0) await runner.query('SAVEPOINT delayed_task');
-        else
-          await this.fence(
-            runner,
-            claimed[index - 1],
-            outcomes,
-            nowMs,
-            'RELEASE SAVEPOINT delayed_task; SAVEPOINT delayed_task',
-          );
-        outcomes.push(await this.runOne(runner, row, nowMs));
-      }
-      // A separate release for the last task: COMMIT on a transaction that a
-      // handler left aborted would quietly roll back the whole batch.
-      if (claimed.length > 0) {
-        await this.fence(
-          runner,
-          claimed[claimed.length - 1],
-          outcomes,
-          nowMs,
-          'RELEASE SAVEPOINT delayed_task',
-        );
-      }
-      for (const outcome of outcomes) {
-        if (outcome === 'executed') counts.executed++;
-        else if (outcome === 'dead') counts.dead++;
-        else {
-          counts.failed++;
-          retries.push(outcome);
-        }
-      }
-      await runner.commitTransaction();
-      this.stats.batches++;
-      this.stats.executed += counts.executed;
-      this.stats.failed += counts.failed;
-      this.stats.deadLettered += counts.dead;
+      result = await this.batch.run(runner, ids, this.clock.now());
     } catch (error) {
-      retries.length = 0;
-      claimedIds.clear();
-      if (runner?.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       if (this.stopped) return;
       this.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
@@ -203,94 +159,22 @@ export class TaskExecutor {
       for (const id of ids) this.hooks.requeue(id, later);
       return;
     } finally {
-      if (runner) this.active.delete(runner);
-      await runner?.release().catch(() => undefined);
+      this.active.delete(runner);
+      await runner.release().catch(() => undefined);
     }
-    for (const retry of retries) {
-      if (retry.held) this.hooks.requeue(retry.id, retry.dueAtMs);
-      else this.hooks.forget(retry.id);
+    this.stats.batches++;
+    if (result.rerun) this.stats.reruns++;
+    for (const outcome of result.outcomes) {
+      if (outcome === 'executed') this.stats.executed++;
+      else if (outcome === 'dead') this.stats.deadLettered++;
+      else {
+        this.stats.failed++;
+        if (outcome.held) this.hooks.requeue(outcome.id, outcome.dueAtMs);
+        else this.hooks.forget(outcome.id);
+      }
     }
-    const missing = ids.filter((id) => !claimedIds.has(id));
+    const missing = ids.filter((id) => !result.claimedIds.has(id));
     if (missing.length > 0) await this.recheck(missing);
-  }
-
-  /**
-   * Closes the previous task's savepoint. If that fails, its handler returned
-   * normally but left the transaction aborted (it swallowed a database
-   * error): undo its writes and count it as failed, so the other tasks of the
-   * batch still commit.
-   */
-  private async fence(
-    runner: QueryRunner,
-    previous: TaskRow,
-    outcomes: Outcome[],
-    nowMs: number,
-    sql: string,
-  ) {
-    try {
-      await runner.query(sql);
-    } catch (error) {
-      await runner.query('ROLLBACK TO SAVEPOINT delayed_task');
-      const failure = new Error(
-        `handler returned but left its transaction aborted (${errorText(error)})`,
-      );
-      outcomes[outcomes.length - 1] = await this.recordFailure(runner, previous, failure, nowMs);
-      await runner.query(sql);
-    }
-  }
-
-  /** One task inside the batch's transaction, after its savepoint was taken. */
-  private async runOne(runner: QueryRunner, row: TaskRow, nowMs: number): Promise<Outcome> {
-    const handler = this.registry.get(row.type);
-    if (!handler) {
-      const message = noHandlerAtRun(row.type);
-      await runner.query(DEAD_LETTER_TASK, [row.id, message, new Date(nowMs)]);
-      this.logger.error(`Task ${row.id} (${row.type}): ${message}`);
-      return 'dead';
-    }
-    try {
-      await handler(row.payload, {
-        task: toTask(row),
-        manager: runner.manager,
-        instanceId: this.options.instanceId,
-      });
-      return 'executed';
-    } catch (error) {
-      await runner.query('ROLLBACK TO SAVEPOINT delayed_task');
-      return this.recordFailure(runner, row, error, nowMs);
-    }
-  }
-
-  /** Inside the savepoint, after its rollback: retry later with backoff, or dead-letter. */
-  private async recordFailure(
-    runner: QueryRunner,
-    row: TaskRow,
-    error: unknown,
-    nowMs: number,
-  ): Promise<Outcome> {
-    const now = new Date(nowMs);
-    const message = errorText(error);
-    if (row.attempts >= row.max_attempts) {
-      await runner.query(DEAD_LETTER_TASK, [row.id, message, now]);
-      this.logger.error(
-        `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
-      );
-      return 'dead';
-    }
-    const dueAtMs = nowMs + retryDelayMs(this.options, row.attempts);
-    // A retry beyond the window is left for whichever instance loads it then.
-    const held = dueAtMs < nowMs + this.options.windowMs;
-    await runner.query(RETRY_TASK_LATER, [
-      row.id,
-      message,
-      new Date(dueAtMs),
-      now,
-      held ? this.options.instanceId : null,
-    ]);
-    this.logger.warn(
-      `Task ${row.id} (${row.type}) failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(dueAtMs).toISOString()}: ${message}`,
-    );
-    return { id: Number(row.id), dueAtMs, held };
   }
 
   /**

@@ -38,7 +38,7 @@ describe('the compiled service in real time, on the embedded database', () => {
       // Never early: closed at or after its deadline, and within a few ticks of it.
       const closedAt = Date.parse(closed.body.closedAt);
       expect(closedAt).toBeGreaterThanOrEqual(deadline);
-      expect(closedAt - deadline).toBeLessThan(2000);
+      expect(closedAt - deadline).toBeLessThan(5000);
     } finally {
       expect(await app.stop()).toBe(0);
     }
