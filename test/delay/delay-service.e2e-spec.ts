@@ -314,6 +314,23 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     expect(retried).toMatchObject({ state: 'pending', attempts: 0 });
     await t.delay.drain();
     expect(await t.delay.get(task.id)).toMatchObject({ state: 'pending', attempts: 1 });
+    // It would fail again: keep it out of the next tests' batches.
+    expect(await t.delay.cancel(task.id)).toBe(true);
+  });
+
+  it('runs a batch of healthy tasks in one optimistic transaction', async () => {
+    const due = t.clock.now() + MINUTE;
+    const tasks = await t.delay.scheduleMany(
+      Array.from({ length: 20 }, () => ({ type: 'test.effect', runAt: due })),
+    );
+    const before = t.delay.stats();
+    t.clock.advance(MINUTE);
+    await t.delay.drain();
+    expect(t.delay.stats().batches - before.batches).toBe(1);
+    expect(t.delay.stats().reruns - before.reruns).toBe(0);
+    expect(t.delay.stats().executed - before.executed).toBe(20);
+    const counts = await Promise.all(tasks.map((task) => effects(task.id)));
+    expect(counts.every((n) => n === 1)).toBe(true);
   });
 
   it('in one batch, a failing handler and an unknown type undo only themselves', async () => {
@@ -328,19 +345,26 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         await t.delay.schedule({
           type: i === 4 ? 'test.swallows-db-error' : 'test.effect',
           runAt: due,
-          payload: i === 2 ? { fail: 1 } : null,
+          // Task 2 writes its effect, then throws every time.
+          payload: i === 2 ? { fail: 99 } : null,
         }),
       );
     }
     await t.runtime.refresh();
-    const batchesBefore = t.delay.stats().batches;
+    const before = t.delay.stats();
     t.clock.advance(MINUTE);
     await t.delay.drain();
-    expect(t.delay.stats().batches - batchesBefore).toBe(1);
+    // One transaction: the optimistic pass failed, the fenced rerun committed.
+    expect(t.delay.stats().batches - before.batches).toBe(1);
+    expect(t.delay.stats().reruns - before.reruns).toBe(1);
     const counts = await Promise.all(tasks.map((task) => effects(task.id)));
     // Task 4's handler wrote its effect, then hid a failed statement: undone, and retried.
     expect(counts).toEqual([1, 1, 0, 1, 0, 1]);
-    expect(await t.delay.get(tasks[2].id)).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(await t.delay.get(tasks[2].id)).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: expect.stringContaining('planned failure'),
+    });
     expect(await t.delay.get(tasks[4].id)).toMatchObject({
       state: 'pending',
       attempts: 1,
@@ -350,9 +374,8 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       `SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`,
     );
     expect(vanished.dead_at).not.toBeNull();
-    t.clock.advance(10 * SECOND);
-    await t.delay.drain();
-    expect(await effects(tasks[2].id)).toBe(1);
+    await t.delay.cancel(tasks[2].id);
+    await t.delay.cancel(tasks[4].id);
   });
 
   it('dead-letters a due task whose type no handler here knows, with a clear last_error', async () => {
