@@ -1,0 +1,157 @@
+/**
+ * The parent's handle on a system under test running in its own Node process
+ * (bench/systems/sut-main.ts): commands go over IPC, the child's output is
+ * kept (last lines) to explain a failure.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { TaskPlan } from './plan.js';
+import type { SystemName, SystemSettings } from '../systems/system.js';
+import type { StatementTime, Usage } from '../systems/sut-main.js';
+import type { BareMode } from '../systems/bare.js';
+import { REDIS_URL } from './db.js';
+
+const ENTRY = fileURLToPath(new URL('../systems/sut-main.js', import.meta.url));
+const POOL_SIZE = 10;
+const CONCURRENCY = 10;
+
+export interface Started {
+  ms: number;
+  startedAtMs: number;
+  readyAtMs: number;
+}
+
+export interface Scheduled {
+  ms: number;
+  endedAtMs: number;
+}
+
+export class SystemProcess {
+  private nextId = 0;
+  private readonly waiting = new Map<
+    number,
+    { resolve: (v: any) => void; reject: (e: Error) => void }
+  >();
+  private readonly output: string[] = [];
+  private exited = false;
+  private readonly exit: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly spawnedAtMs: number,
+  ) {
+    const keep = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) this.output.push(line);
+      if (this.output.length > 40) this.output.splice(0, this.output.length - 40);
+      if (process.env.BENCH_VERBOSE) process.stderr.write(chunk);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.on(
+      'message',
+      (message: { id: number; ok: boolean; result?: unknown; error?: string }) => {
+        const waiter = this.waiting.get(message.id);
+        this.waiting.delete(message.id);
+        if (message.ok) waiter?.resolve(message.result);
+        else waiter?.reject(new Error(message.error));
+      },
+    );
+    this.exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.on('exit', (code) => {
+      this.exited = true;
+      for (const waiter of this.waiting.values())
+        waiter.reject(new Error(`system process exited (${code}):\n${this.tail()}`));
+      this.waiting.clear();
+    });
+  }
+
+  /** Forks the child; the system is loaded by `start`. */
+  static spawn(): SystemProcess {
+    const child = fork(ENTRY, [], {
+      execArgv: ['--expose-gc'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    return new SystemProcess(child, Date.now());
+  }
+
+  /** Spawns a child and starts `system` in it against `databaseUrl`. */
+  static async launch(
+    system: SystemName,
+    databaseUrl: string,
+    extra: Partial<SystemSettings> = {},
+  ): Promise<{ sut: SystemProcess; started: Started }> {
+    const sut = SystemProcess.spawn();
+    try {
+      const started = await sut.start(system, databaseUrl, extra);
+      return { sut, started };
+    } catch (error) {
+      await sut.stop();
+      throw error;
+    }
+  }
+
+  start(
+    system: SystemName,
+    databaseUrl: string,
+    extra: Partial<SystemSettings> = {},
+  ): Promise<Started> {
+    const settings: SystemSettings = {
+      databaseUrl,
+      redisUrl: REDIS_URL,
+      poolSize: POOL_SIZE,
+      concurrency: CONCURRENCY,
+      namespace: `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`,
+      ...extra,
+    };
+    return this.call('start', { system, settings });
+  }
+
+  schedule(plan: TaskPlan, mode: 'one' | 'bulk'): Promise<Scheduled> {
+    return this.call('schedule', { plan, mode, inFlight: 50, chunk: 1000 });
+  }
+
+  usage(): Promise<Usage> {
+    return this.call('usage', {});
+  }
+
+  /** Time per statement kind since the last call, most first. */
+  statementTimes(): Promise<StatementTime[]> {
+    return this.call('statementTimes', {});
+  }
+
+  /** Usage after a full garbage collection. */
+  settledUsage(): Promise<Usage> {
+    return this.call('gc', {});
+  }
+
+  bare(url: string, mode: BareMode, count: number): Promise<{ ms: number }> {
+    return this.call('bare', { url, mode, count, loops: POOL_SIZE });
+  }
+
+  /** Stops the system gracefully, then the process; kills it if it hangs. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    const killer = setTimeout(() => this.child.kill('SIGKILL'), 20_000);
+    try {
+      await this.call('stop', {});
+    } catch {
+      // a failed stop still ends in the kill below
+    }
+    if (this.child.connected) this.child.disconnect();
+    await this.exit;
+    clearTimeout(killer);
+  }
+
+  tail(): string {
+    return this.output.slice(-15).join('\n');
+  }
+
+  private call<T>(command: string, args: unknown): Promise<T> {
+    if (this.exited) return Promise.reject(new Error(`system process has exited:\n${this.tail()}`));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.child.send({ id, command, args });
+    });
+  }
+}

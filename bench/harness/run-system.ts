@@ -1,0 +1,112 @@
+/**
+ * One system, one batch of due tasks, one fresh database: start the system,
+ * seed bench_order, schedule through the system's bulk API, wait for the
+ * effects, stop it, read what happened from bench_order.
+ */
+import { SystemProcess } from './child.js';
+import {
+  dropDatabase,
+  freshDatabase,
+  readOutcome,
+  round,
+  seedOrders,
+  withClient,
+  type Outcome,
+} from './db.js';
+import { wholeSecondAfter, type TaskPlan } from './plan.js';
+import { waitForEffects } from './wait.js';
+import { label, type SystemName } from '../systems/system.js';
+import type { StatementTime } from '../systems/sut-main.js';
+
+export interface DueRun {
+  system: SystemName;
+  label: string;
+  tickMs?: number;
+  count: number;
+  /** How long the bulk scheduling took, and by how much it ended after the first due time (0 = in time). */
+  scheduleMs: number;
+  scheduledLateMs: number;
+  capped: boolean;
+  outcome: Outcome;
+  /** Last effect − first due time. */
+  drainMs: number | null;
+  /** Effects per second between the first and the last effect. */
+  effectsPerSecond: number | null;
+  /** Postgres statements the system's process sent (scheduling included), per task. */
+  statementsPerTask: number;
+  /** CPU time of the system's process from scheduling to the last effect. */
+  cpuSeconds: number;
+  /** The statements its connections spent most time on, from send to reply (top 6). */
+  statementTimes: StatementTime[];
+}
+
+export interface DueRunOptions {
+  system: SystemName;
+  tickMs?: number;
+  database: string;
+  count: number;
+  /** Spacing of due times (0 = all due at the same instant). */
+  stepMs: number;
+  /** Time between now and the first due time, for seeding and scheduling. */
+  leadMs: number;
+  /** Give up waiting after this long past the last due time. */
+  capMs: number;
+}
+
+export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
+  const url = await freshDatabase(o.database);
+  const name = label(o.system, o.tickMs);
+  const { sut } = await SystemProcess.launch(
+    o.system,
+    url,
+    o.tickMs === undefined ? {} : { tickMs: o.tickMs },
+  );
+  try {
+    return await withClient(url, async (client) => {
+      const plan: TaskPlan = {
+        count: o.count,
+        firstDueMs: wholeSecondAfter(o.leadMs),
+        stepMs: o.stepMs,
+      };
+      await seedOrders(client, plan);
+      const before = await sut.usage();
+      await sut.statementTimes();
+      const scheduled = await sut.schedule(plan, 'bulk');
+      const lastDueMs = plan.firstDueMs + (plan.count - 1) * plan.stepMs;
+      const waitMs = Math.max(0, lastDueMs - Date.now()) + o.capMs;
+      const waited = await waitForEffects(
+        client,
+        o.count,
+        `${name} ${o.count.toLocaleString('en-US')}`,
+        waitMs,
+      );
+      const after = await sut.usage();
+      const statementTimes = (await sut.statementTimes()).slice(0, 6);
+      await sut.stop();
+      const outcome = await readOutcome(client, o.count);
+      const span =
+        outcome.firstEffectMs !== null && outcome.lastEffectMs !== null
+          ? outcome.lastEffectMs - outcome.firstEffectMs
+          : null;
+      return {
+        system: o.system,
+        label: name,
+        tickMs: o.tickMs,
+        count: o.count,
+        scheduleMs: round(scheduled.ms),
+        scheduledLateMs: Math.max(0, round(scheduled.endedAtMs - plan.firstDueMs)),
+        capped: waited.capped,
+        outcome,
+        drainMs:
+          outcome.lastEffectMs === null ? null : round(outcome.lastEffectMs - plan.firstDueMs),
+        effectsPerSecond: span ? round((outcome.effected / span) * 1000) : null,
+        statementsPerTask: round((after.statements - before.statements) / o.count, 2),
+        cpuSeconds: round((after.cpuMs - before.cpuMs) / 1000, 2),
+        statementTimes,
+      };
+    });
+  } finally {
+    await sut.stop();
+    await dropDatabase(o.database);
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The project's targets, judged from one run's figures: met, or missed by how much.
+ */
+import { num } from './format.js';
+import type { WheelFigure } from '../workloads/wheel.js';
+import type { BurstSize } from '../workloads/burst.js';
+import type { DueRun } from './run-system.js';
+import type { IdleFigure } from '../workloads/idle.js';
+import type { ScaleCase } from '../workloads/scale.js';
+import type { RecoveryResult } from '../workloads/recovery.js';
+
+export interface TargetVerdict {
+  target: string;
+  measured: string;
+  met: boolean;
+  /** How far off, when missed. */
+  missedBy?: string;
+}
+
+function atLeast(
+  target: string,
+  measured: number,
+  wanted: number,
+  unit: string,
+  detail: string,
+): TargetVerdict {
+  const met = measured >= wanted;
+  return {
+    target,
+    measured: detail,
+    met,
+    missedBy: met
+      ? undefined
+      : `${num(((wanted - measured) / wanted) * 100, 0)}% short (${num(measured, 2)}${unit} vs ${num(wanted, 2)}${unit})`,
+  };
+}
+
+function atMost(
+  target: string,
+  measured: number,
+  wanted: number,
+  unit: string,
+  detail: string,
+): TargetVerdict {
+  const met = measured <= wanted;
+  return {
+    target,
+    measured: detail,
+    met,
+    missedBy: met
+      ? undefined
+      : `${num(((measured - wanted) / wanted) * 100, 0)}% over (${num(measured, 2)}${unit} vs ${num(wanted, 2)}${unit})`,
+  };
+}
+
+export function judge(results: Record<string, any>): TargetVerdict[] {
+  const verdicts: TargetVerdict[] = [];
+  const wheel = results.wheel?.figures as WheelFigure[] | undefined;
+  if (wheel) {
+    for (const n of [...new Set(wheel.map((f) => f.entries))]) {
+      const w = wheel.find((f) => f.structure === 'TimingWheel' && f.entries === n)!;
+      const t = wheel.find((f) => f.structure === 'setTimeout' && f.entries === n)!;
+      const addRatio = w.addPerSecond / t.addPerSecond;
+      const byteRatio = w.bytesPerEntry / t.bytesPerEntry;
+      verdicts.push(
+        atLeast(
+          `Wheel add ≥ 3× setTimeout (${num(n)})`,
+          addRatio,
+          3,
+          '×',
+          `${num(addRatio, 2)}× (${num(w.addPerSecond)}/s vs ${num(t.addPerSecond)}/s)`,
+        ),
+      );
+      verdicts.push(
+        atMost(
+          `Wheel bytes/entry ≤ 0.4× setTimeout (${num(n)})`,
+          byteRatio,
+          0.4,
+          '×',
+          `${num(byteRatio, 2)}× (${num(w.bytesPerEntry, 0)} B vs ${num(t.bytesPerEntry, 0)} B)`,
+        ),
+      );
+    }
+  }
+  const sizes = results.burst?.sizes as BurstSize[] | undefined;
+  for (const size of sizes ?? []) {
+    const project = size.runs.find((r) => r.system === 'project');
+    if (!project) continue;
+    const peers = size.runs.filter((r) => r.system !== 'project');
+    const best = peers.reduce((a, b) =>
+      (b.effectsPerSecond ?? 0) > (a.effectsPerSecond ?? 0) ? b : a,
+    );
+    const eps = project.effectsPerSecond ?? 0;
+    const libraries = peers.filter((r) => r.system !== 'cron-scan');
+    const bestLibrary = libraries.reduce((a, b) =>
+      (b.effectsPerSecond ?? 0) > (a.effectsPerSecond ?? 0) ? b : a,
+    );
+    const bare = size.bare.find((b) => b.mode === 'one-per-transaction');
+    verdicts.push(
+      atLeast(
+        `Burst ${num(size.count)}: effects/s ≥ 2× best peer`,
+        eps / (best.effectsPerSecond ?? 1),
+        2,
+        '×',
+        `${num(eps)}/s vs ${best.label} ${num(best.effectsPerSecond ?? 0)}/s = ${num(eps / (best.effectsPerSecond ?? 1), 2)}×`,
+      ),
+    );
+    verdicts.push(
+      atLeast(
+        `Burst ${num(size.count)}: (for reference) effects/s ≥ 2× best queue library`,
+        eps / (bestLibrary.effectsPerSecond ?? 1),
+        2,
+        '×',
+        `${num(eps)}/s vs ${bestLibrary.label} ${num(bestLibrary.effectsPerSecond ?? 0)}/s = ${num(eps / (bestLibrary.effectsPerSecond ?? 1), 2)}×`,
+      ),
+    );
+    if (bare)
+      verdicts.push(
+        atLeast(
+          `Burst ${num(size.count)}: effects/s ≥ bare one-transaction-per-effect`,
+          eps / bare.effectsPerSecond,
+          1,
+          '×',
+          `${num(eps)}/s vs ${num(bare.effectsPerSecond)}/s = ${num(eps / bare.effectsPerSecond, 2)}×`,
+        ),
+      );
+    const clean = project.outcome.duplicates === 0 && project.outcome.missing === 0;
+    verdicts.push({
+      target: `Burst ${num(size.count)}: zero duplicates, zero missing`,
+      measured: `${project.outcome.duplicates} duplicates, ${project.outcome.missing} missing`,
+      met: clean,
+      missedBy: clean ? undefined : `${project.outcome.duplicates + project.outcome.missing} tasks`,
+    });
+  }
+  const spread = results.spread?.runs as DueRun[] | undefined;
+  for (const run of (spread ?? []).filter((r) => r.system === 'project')) {
+    const l = run.outcome.lateness;
+    if (!l) continue;
+    verdicts.push(
+      atMost(
+        `Spread, ${run.label}: p99 lateness ≤ one tick`,
+        l.p99,
+        run.tickMs ?? 1000,
+        ' ms',
+        `p99 ${num(l.p99)} ms`,
+      ),
+    );
+    verdicts.push(
+      atLeast(`Spread, ${run.label}: never early`, l.min, 0, ' ms', `earliest ${num(l.min)} ms`),
+    );
+  }
+  const idle = (results.idle?.figures as IdleFigure[] | undefined)?.find(
+    (f) => f.system === 'project',
+  );
+  if (idle) {
+    verdicts.push(
+      atMost(
+        'Idle: < 1 statement/s',
+        idle.statementsPerSecond,
+        1,
+        '/s',
+        `${num(idle.statementsPerSecond, 2)} statements/s`,
+      ),
+    );
+    const core = idle.cpuSeconds / idle.seconds;
+    verdicts.push(
+      atMost(
+        'Idle: CPU near zero (≤ 1% of a core)',
+        core * 100,
+        1,
+        '%',
+        `${num(idle.cpuSeconds, 2)} CPU s in ${idle.seconds} s = ${num(core * 100, 2)}% of a core`,
+      ),
+    );
+  }
+  const scale = results.scale?.cases as ScaleCase[] | undefined;
+  if (scale && scale.length === 2) {
+    const r = scale[1].rssAfterStart / scale[0].rssAfterStart;
+    verdicts.push(
+      atMost(
+        'Scale: RSS with 1,000,000 pending ≤ 1.2× RSS with 10,000',
+        r,
+        1.2,
+        '×',
+        `${num(r, 2)}×`,
+      ),
+    );
+  }
+  const recovery = results.recovery as RecoveryResult | undefined;
+  const burstLarge = sizes?.[sizes.length - 1]?.runs.find((r) => r.system === 'project');
+  if (recovery?.effectsPerSecond && burstLarge?.effectsPerSecond) {
+    verdicts.push(
+      atLeast(
+        'Recovery: drains at least at the burst rate',
+        recovery.effectsPerSecond / burstLarge.effectsPerSecond,
+        1,
+        '×',
+        `${num(recovery.effectsPerSecond)}/s vs burst ${num(burstLarge.effectsPerSecond)}/s`,
+      ),
+    );
+  }
+  if (recovery) {
+    verdicts.push({
+      target: 'Recovery: zero duplicates',
+      measured: `${recovery.outcome.duplicates} duplicates, ${recovery.outcome.missing} missing`,
+      met: recovery.outcome.duplicates === 0,
+      missedBy: recovery.outcome.duplicates
+        ? `${recovery.outcome.duplicates} duplicates`
+        : undefined,
+    });
+  }
+  return verdicts;
+}

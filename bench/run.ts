@@ -1,0 +1,158 @@
+/**
+ * `npm run bench [-- --only burst,spread] [-- --quick]`: runs the workloads in
+ * order, then writes bench/results/<timestamp>.json, latest.md and latest.svg.
+ * A workload that fails is recorded as failed and the others still run.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { renderChart } from './harness/chart.js';
+import { table } from './harness/format.js';
+import { describeMachine, libraryVersions } from './harness/machine.js';
+import { log } from './harness/progress.js';
+import { judge, type TargetVerdict } from './harness/targets.js';
+import type { RunContext, Workload } from './harness/workload.js';
+import { burst } from './workloads/burst.js';
+import { http } from './workloads/http.js';
+import { idle } from './workloads/idle.js';
+import { recovery } from './workloads/recovery.js';
+import { scale } from './workloads/scale.js';
+import { schedule } from './workloads/schedule.js';
+import { spread } from './workloads/spread.js';
+import { wheel } from './workloads/wheel.js';
+
+const WORKLOADS: Workload[] = [wheel, schedule, burst, spread, idle, scale, recovery, http];
+const RESULTS_DIR = fileURLToPath(new URL('../../../bench/results/', import.meta.url));
+
+const SETTINGS = {
+  poolSize: 10,
+  concurrency: 10,
+  bulkCallSize: 1000,
+  oneCallInFlight: 50,
+  effect:
+    'UPDATE bench_order SET stars = 5, effects = effects + 1, effected_at = clock_timestamp() WHERE id = $1',
+  project:
+    'DelayModule defaults (tickMs 1000, slots 3600, batchSize 50) with concurrency 10; effect through the claim transaction manager',
+  bullmq:
+    'delayed jobs (add/addBulk with delay), Worker concurrency 10, removeOnComplete; effect on a pg pool of 10',
+  'pg-boss':
+    'send/insert with startAfter, 10 work() loops, batchSize 50, pollingIntervalSeconds 0.5 (its minimum), pool max 10',
+  'graphile-worker':
+    'addJob/addJobs with runAt, concurrency 10, one pg pool of 10 shared with WorkerUtils, LISTEN/NOTIFY, pollInterval 500 ms',
+  'cron-scan':
+    'bench_task table, a scan on every whole second, FOR UPDATE SKIP LOCKED, 50 per transaction, up to 10 loops',
+};
+
+function parseArgs(argv: string[]) {
+  const only: string[] = [];
+  let quick = false;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--only') only.push(...(argv[++i] ?? '').split(','));
+    else if (argv[i].startsWith('--only=')) only.push(...argv[i].slice(7).split(','));
+    else if (argv[i] === '--quick') quick = true;
+    else
+      throw new Error(
+        `unknown argument ${argv[i]}; use --only <${WORKLOADS.map((w) => w.name).join('|')}>[,...] and --quick`,
+      );
+  }
+  const unknown = only.filter((name) => !WORKLOADS.some((w) => w.name === name));
+  if (unknown.length)
+    throw new Error(
+      `unknown workload(s) ${unknown.join(', ')}; choose from ${WORKLOADS.map((w) => w.name).join(', ')}`,
+    );
+  return { only, quick };
+}
+
+function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): string {
+  const m = report.machine;
+  const lines = [
+    `# Benchmark results`,
+    '',
+    `Run ${report.startedAt} (${Math.round(report.durationSeconds / 60)} min), \`${report.command}\`${report.quick ? ' — **quick mode: reduced sizes, not comparable**' : ''}.`,
+    `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}; Node ${m.node}; PostgreSQL ${m.postgres}; Redis ${m.redis}.`,
+    `Versions: ${Object.entries(report.versions)
+      .map(([k, v]) => `${k} ${String(v)}`)
+      .join(', ')}.`,
+    'Every figure below comes from this one run; ratios compare figures of the same run. See bench/README.md for how each is measured.',
+    '',
+    '![lateness and effects per second](latest.svg)',
+    '',
+    '## Targets',
+    '',
+    table(
+      ['target', 'measured', 'verdict'],
+      verdicts.map((v) => [v.target, v.measured, v.met ? 'met' : `**missed**: ${v.missedBy}`]),
+    ),
+  ];
+  for (const w of WORKLOADS) {
+    const result = report.workloads[w.name];
+    if (result === undefined) continue;
+    lines.push(
+      '',
+      `## ${w.title}`,
+      '',
+      result.failed ? `Failed: ${result.failed}` : w.markdown(result),
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
+async function main(): Promise<void> {
+  const { only, quick } = parseArgs(process.argv.slice(2));
+  const selected = WORKLOADS.filter((w) => only.length === 0 || only.includes(w.name));
+  const started = new Date();
+  const report: Record<string, any> = {
+    startedAt: started.toISOString(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    quick,
+    machine: await describeMachine(),
+    versions: libraryVersions(),
+    settings: SETTINGS,
+    workloads: {} as Record<string, unknown>,
+  };
+  const ctx: RunContext = {
+    quick,
+    size: (full, small) => (quick ? small : full),
+    database: (part) => `bench_${part}`.toLowerCase(),
+    previous: report.workloads,
+  };
+  for (const [i, w] of selected.entries()) {
+    log(`\n▶ [${i + 1}/${selected.length}] ${w.title}`);
+    const t = Date.now();
+    try {
+      report.workloads[w.name] = await w.run(ctx);
+    } catch (error) {
+      const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      log(`  ${w.name} failed: ${message}`);
+      report.workloads[w.name] = { failed: message.split('\n')[0] };
+    }
+    log(`  done in ${Math.round((Date.now() - t) / 1000)} s`);
+  }
+  report.finishedAt = new Date().toISOString();
+  report.durationSeconds = Math.round((Date.now() - started.getTime()) / 1000);
+  const verdicts = judge(report.workloads);
+  report.targets = verdicts;
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  writeFileSync(`${RESULTS_DIR}${stamp}.json`, JSON.stringify(report, null, 2) + '\n');
+  const md = markdown(report, verdicts);
+  writeFileSync(`${RESULTS_DIR}latest.md`, md);
+  try {
+    const svg = await renderChart(report.workloads);
+    if (svg) writeFileSync(`${RESULTS_DIR}latest.svg`, svg);
+  } catch (error) {
+    log(`chart failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  log(
+    `\nWrote bench/results/${stamp}.json, latest.md, latest.svg in ${Math.round(report.durationSeconds / 60)} min`,
+  );
+  process.stdout.write(md.slice(md.indexOf('## Targets')));
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,160 @@
+/**
+ * Child process entry: hosts one system under test and answers the parent's
+ * commands over IPC. Every statement sent through `pg` in this process is
+ * counted (all systems here, and TypeORM, use `pg`), and timed by kind (its
+ * first words) from send to reply, so a run can show where its connections'
+ * time went.
+ */
+import pg from 'pg';
+import { tasksBetween, type TaskPlan } from '../harness/plan.js';
+import { runBare, type BareMode } from './bare.js';
+import type { SystemName, SystemSettings, SystemUnderTest } from './system.js';
+
+export interface StatementTime {
+  statement: string;
+  count: number;
+  totalMs: number;
+}
+
+let statements = 0;
+let times = new Map<string, StatementTime>();
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  statements++;
+  const first = args[0] as string | { text?: string } | undefined;
+  const text = typeof first === 'string' ? first : (first?.text ?? '');
+  const statement = text.trim().replace(/\s+/g, ' ').slice(0, 48);
+  const started = performance.now();
+  const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+  const record = () => {
+    const entry = times.get(statement) ?? { statement, count: 0, totalMs: 0 };
+    entry.count++;
+    entry.totalMs += performance.now() - started;
+    times.set(statement, entry);
+  };
+  if (result instanceof Promise) result.then(record, record);
+  return result;
+} as typeof query;
+
+async function load(system: SystemName, settings: SystemSettings): Promise<SystemUnderTest> {
+  switch (system) {
+    case 'project':
+      return (await import('./project.js')).createProject(settings);
+    case 'bullmq':
+      return (await import('./bullmq.js')).createBullmq(settings);
+    case 'pg-boss':
+      return (await import('./pg-boss.js')).createPgBoss(settings);
+    case 'graphile-worker':
+      return (await import('./graphile-worker.js')).createGraphileWorker(settings);
+    case 'cron-scan':
+      return (await import('./cron-scan.js')).createCronScan(settings);
+  }
+}
+
+export interface Usage {
+  rss: number;
+  maxRss: number;
+  heapUsed: number;
+  cpuMs: number;
+  statements: number;
+}
+
+function usage(): Usage {
+  const cpu = process.cpuUsage();
+  return {
+    rss: process.memoryUsage().rss,
+    maxRss: process.resourceUsage().maxRSS * 1024,
+    heapUsed: process.memoryUsage().heapUsed,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    statements,
+  };
+}
+
+/** Schedules the plan's tasks: one call each with `inFlight` outstanding, or bulk calls of `chunk`. */
+async function schedule(
+  sut: SystemUnderTest,
+  plan: TaskPlan,
+  mode: 'one' | 'bulk',
+  inFlight: number,
+  chunk: number,
+) {
+  const started = performance.now();
+  if (mode === 'bulk') {
+    for (let from = 1; from <= plan.count; from += chunk)
+      await sut.scheduleMany(tasksBetween(plan, from, from + chunk - 1));
+  } else {
+    let next = 1;
+    const worker = async () => {
+      for (let id = next++; id <= plan.count; id = next++)
+        await sut.scheduleOne(tasksBetween(plan, id, id)[0]);
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+  }
+  return { ms: performance.now() - started, endedAtMs: Date.now() };
+}
+
+let sut: SystemUnderTest | undefined;
+
+const commands: Record<string, (args: any) => Promise<unknown>> = {
+  async start({ system, settings }: { system: SystemName; settings: SystemSettings }) {
+    const startedAtMs = Date.now();
+    const started = performance.now();
+    sut = await load(system, settings);
+    await sut.start();
+    return { ms: performance.now() - started, startedAtMs, readyAtMs: Date.now() };
+  },
+  async schedule({ plan, mode, inFlight = 50, chunk = 1000 }) {
+    return schedule(sut!, plan, mode, inFlight, chunk);
+  },
+  async usage() {
+    return usage();
+  },
+  /** Statement times since the last call, most time first. */
+  async statementTimes() {
+    const list = [...times.values()].sort((a, b) => b.totalMs - a.totalMs);
+    times = new Map();
+    return list.map((t) => ({ ...t, totalMs: Math.round(t.totalMs) }));
+  },
+  async gc() {
+    for (let i = 0; i < 3; i++) global.gc?.();
+    return usage();
+  },
+  async bare({
+    url,
+    mode,
+    count,
+    loops,
+  }: {
+    url: string;
+    mode: BareMode;
+    count: number;
+    loops: number;
+  }) {
+    return runBare(url, mode, count, loops);
+  },
+  async stop() {
+    await sut?.stop();
+    sut = undefined;
+    return usage();
+  },
+};
+
+process.on('message', (message: { id: number; command: string; args: unknown }) => {
+  const handler = commands[message.command];
+  Promise.resolve()
+    .then(() =>
+      handler
+        ? handler(message.args)
+        : Promise.reject(new Error(`unknown command ${message.command}`)),
+    )
+    .then(
+      (result) => process.send!({ id: message.id, ok: true, result }),
+      (error: unknown) =>
+        process.send!({
+          id: message.id,
+          ok: false,
+          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+        }),
+    );
+});
+process.on('disconnect', () => process.exit(0));

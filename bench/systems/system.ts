@@ -1,0 +1,41 @@
+/**
+ * What each system under test implements. One runs per child process
+ * (sut-main.ts), so the CPU, RSS and statements measured are its own.
+ */
+import type { Task } from '../harness/plan.js';
+
+export type SystemName = 'project' | 'bullmq' | 'pg-boss' | 'graphile-worker' | 'cron-scan';
+
+export interface SystemSettings {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Connections in the system's Postgres pool (10 for every system). */
+  poolSize: number;
+  /** Tasks run at once (10 for every system). */
+  concurrency: number;
+  /** This project's wheel tick (DelayModule option tickMs). */
+  tickMs?: number;
+  /** Namespaces Redis keys and queue names so runs never see each other. */
+  namespace: string;
+}
+
+export interface SystemUnderTest {
+  /** Connects, creates its schema if it has one, and starts its workers. */
+  start(): Promise<void>;
+  /** Schedules one task through the system's single-task API. */
+  scheduleOne(task: Task): Promise<void>;
+  /** Schedules many tasks through the system's bulk API. */
+  scheduleMany(tasks: Task[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type SystemFactory = (settings: SystemSettings) => SystemUnderTest;
+
+export const PEERS: SystemName[] = ['bullmq', 'pg-boss', 'graphile-worker', 'cron-scan'];
+
+/** How each system is named in the tables. */
+export function label(system: SystemName, tickMs?: number): string {
+  if (system === 'project')
+    return `this project (${tickMs === undefined || tickMs >= 1000 ? `${(tickMs ?? 1000) / 1000} s` : `${tickMs} ms`} tick)`;
+  return system;
+}
