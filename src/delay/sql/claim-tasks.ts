@@ -1,17 +1,17 @@
-import { PENDING } from './pending.js';
+import { PENDING_BY_ID } from './pending.js';
 
 /**
  * Claims due tasks for execution inside the caller's transaction: setting
  * executed_at here, in the same transaction as the handlers' effects, is the
  * exactly-once guarantee. SKIP LOCKED lets another instance holding the same
  * task move on instead of waiting; the PENDING test after the lock is what
- * stops a second execution. $1 ids, $2 now.
+ * stops a second execution. No ORDER BY: SKIP LOCKED never waits, so lock
+ * order cannot deadlock, and the caller sorts. $1 ids, $2 now.
  */
 export const CLAIM_TASKS = `
   WITH due AS (
     SELECT id FROM delayed_task
-    WHERE id = ANY($1::bigint[]) AND ${PENDING} AND due_at <= $2
-    ORDER BY due_at, id
+    WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND due_at <= $2
     FOR UPDATE SKIP LOCKED
   )
   UPDATE delayed_task t
@@ -21,7 +21,7 @@ export const CLAIM_TASKS = `
 
 /** Of the fired ids that were not claimed, those still pending, to put back in the wheel. $1 ids. */
 export const FIND_PENDING_BY_IDS = `
-  SELECT id, due_at FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING}`;
+  SELECT id, due_at FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`;
 
 /** After a handler failed (its savepoint rolled back): back to pending, later. $1 id, $2 error, $3 retry at, $4 now, $5 locked_by. */
 export const RETRY_TASK_LATER = `
