@@ -67,8 +67,10 @@ export class SystemProcess {
 
   /** Forks the child; the system is loaded by `start`. */
   static spawn(): SystemProcess {
+    // BENCH_CPU_PROF=<dir>: each system process writes a .cpuprofile there (open it in Chrome DevTools).
+    const profile = process.env.BENCH_CPU_PROF;
     const child = fork(ENTRY, [], {
-      execArgv: ['--expose-gc'],
+      execArgv: ['--expose-gc', ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])],
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     return new SystemProcess(child, Date.now());
