@@ -1,9 +1,11 @@
 /**
  * `npm run bench [-- --only burst,spread] [-- --quick]`: runs the workloads in
  * order, then writes bench/results/<timestamp>.json, latest.md and latest.svg.
+ * `npm run bench -- --report results/<timestamp>.json` rewrites latest.md and
+ * latest.svg from a saved run, running nothing.
  * A workload that fails is recorded as failed and the others still run.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { renderChart } from './harness/chart.js';
 import { table } from './harness/format.js';
@@ -45,13 +47,15 @@ const SETTINGS = {
 function parseArgs(argv: string[]) {
   const only: string[] = [];
   let quick = false;
+  let report: string | undefined;
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--only') only.push(...(argv[++i] ?? '').split(','));
+    if (argv[i] === '--report') report = argv[++i];
+    else if (argv[i] === '--only') only.push(...(argv[++i] ?? '').split(','));
     else if (argv[i].startsWith('--only=')) only.push(...argv[i].slice(7).split(','));
     else if (argv[i] === '--quick') quick = true;
     else
       throw new Error(
-        `unknown argument ${argv[i]}; use --only <${WORKLOADS.map((w) => w.name).join('|')}>[,...] and --quick`,
+        `unknown argument ${argv[i]}; use --only <${WORKLOADS.map((w) => w.name).join('|')}>[,...], --quick, or --report <results.json>`,
       );
   }
   const unknown = only.filter((name) => !WORKLOADS.some((w) => w.name === name));
@@ -59,7 +63,11 @@ function parseArgs(argv: string[]) {
     throw new Error(
       `unknown workload(s) ${unknown.join(', ')}; choose from ${WORKLOADS.map((w) => w.name).join(', ')}`,
     );
-  return { only, quick };
+  if (report !== undefined && (only.length > 0 || quick))
+    throw new Error(
+      '--report rewrites the tables of a saved run; it runs nothing, so takes no --only or --quick',
+    );
+  return { only, quick, report };
 }
 
 function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): string {
@@ -96,8 +104,29 @@ function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): strin
   return lines.join('\n') + '\n';
 }
 
+/** Writes latest.md (targets judged anew) and latest.svg for a run's report. */
+async function writeTables(report: Record<string, any>): Promise<string> {
+  const verdicts = judge(report.workloads);
+  const md = markdown(report, verdicts);
+  writeFileSync(`${RESULTS_DIR}latest.md`, md);
+  try {
+    const svg = await renderChart(report.workloads);
+    if (svg) writeFileSync(`${RESULTS_DIR}latest.svg`, svg);
+  } catch (error) {
+    log(`chart failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return md;
+}
+
 async function main(): Promise<void> {
-  const { only, quick } = parseArgs(process.argv.slice(2));
+  const { only, quick, report: saved } = parseArgs(process.argv.slice(2));
+  if (saved !== undefined) {
+    // The tables of a saved run, regenerated (after a change to how they are written).
+    const md = await writeTables(JSON.parse(readFileSync(saved, 'utf8')) as Record<string, any>);
+    log(`Rewrote bench/results/latest.md and latest.svg from ${saved}`);
+    process.stdout.write(md.slice(md.indexOf('## Targets')));
+    return;
+  }
   const selected = WORKLOADS.filter((w) => only.length === 0 || only.includes(w.name));
   const started = new Date();
   const report: Record<string, any> = {
@@ -135,14 +164,7 @@ async function main(): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = started.toISOString().replace(/[:.]/g, '-');
   writeFileSync(`${RESULTS_DIR}${stamp}.json`, JSON.stringify(report, null, 2) + '\n');
-  const md = markdown(report, verdicts);
-  writeFileSync(`${RESULTS_DIR}latest.md`, md);
-  try {
-    const svg = await renderChart(report.workloads);
-    if (svg) writeFileSync(`${RESULTS_DIR}latest.svg`, svg);
-  } catch (error) {
-    log(`chart failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const md = await writeTables(report);
   log(
     `\nWrote bench/results/${stamp}.json, latest.md, latest.svg in ${Math.round(report.durationSeconds / 60)} min`,
   );

@@ -96,15 +96,20 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
       (b.effectsPerSecond ?? 0) > (a.effectsPerSecond ?? 0) ? b : a,
     );
     const bare = size.bare.find((b) => b.mode === 'one-per-transaction');
-    verdicts.push(
-      atLeast(
-        `Burst ${num(size.count)}: effects/s ≥ 2× best peer`,
-        eps / (best.effectsPerSecond ?? 1),
-        2,
-        '×',
-        `${num(eps)}/s vs ${best.label} ${num(best.effectsPerSecond ?? 0)}/s = ${num(eps / (best.effectsPerSecond ?? 1), 2)}×`,
-      ),
+    const batchLimit = size.bare.find((b) => b.mode === 'batch-50');
+    const twiceBest = 2 * (best.effectsPerSecond ?? 0);
+    const versusBest = atLeast(
+      `Burst ${num(size.count)}: effects/s ≥ 2× best peer`,
+      eps / (best.effectsPerSecond ?? 1),
+      2,
+      '×',
+      `${num(eps)}/s vs ${best.label} ${num(best.effectsPerSecond ?? 0)}/s = ${num(eps / (best.effectsPerSecond ?? 1), 2)}×`,
     );
+    // Every system runs the same one-statement effect per task, so none can go
+    // faster than that statement alone, 50 to a transaction, on the same pool.
+    if (!versusBest.met && batchLimit && twiceBest > batchLimit.effectsPerSecond)
+      versusBest.missedBy += `; out of reach in this run: 2× ${best.label} = ${num(twiceBest)}/s exceeds the bare batch-50 limit of ${num(batchLimit.effectsPerSecond)}/s`;
+    verdicts.push(versusBest);
     verdicts.push(
       atLeast(
         `Burst ${num(size.count)}: (for reference) effects/s ≥ 2× best queue library`,
