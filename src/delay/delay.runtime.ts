@@ -91,7 +91,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.driver.start();
     this.started = true;
     this.logger.log(
-      `Instance ${this.options.instanceId} started: ${this.wheel.size} task(s) due within ${this.options.windowMs} ms held, ` +
+      `Instance ${this.options.instanceId} started: ${this.wheel.size} task(s) due within ${this.options.windowMs} ms held${this.loader.busy ? ' so far, more loading' : ''}, ` +
         `handlers: ${this.registry.types().join(', ') || 'none'}`,
     );
   }

@@ -102,6 +102,8 @@ export async function createDelayTestApp(
   options: DelayModuleOptions = {},
   clock: ManualClock = new ManualClock(),
   extraProviders: DynamicModule[] = [],
+  /** Runs after the module is compiled and before it boots: to wrap the runtime's parts. */
+  beforeInit?: (runtime: DelayRuntime) => void,
 ): Promise<DelayTestApp> {
   const behaviour = new HandlerBehaviour();
   const moduleRef = await Test.createTestingModule({
@@ -124,6 +126,7 @@ export async function createDelayTestApp(
   const { DataSource } = await import('typeorm');
   const dataSource = moduleRef.get(DataSource);
   await dataSource.query(EFFECT_TABLE);
+  beforeInit?.(moduleRef.get(DelayRuntime));
   try {
     await moduleRef.init();
   } catch (error) {

@@ -78,6 +78,76 @@ describe('restart', () => {
   });
 });
 
+describe('a backlog at boot', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.drop());
+
+  // Boot leases one page and starts the wheel; the rest loads behind it. Were
+  // boot to wait for the whole backlog, this test's held-back second page
+  // would keep it from ever finishing.
+  it('runs the first page of overdue tasks while the rest is still loading, each once', async () => {
+    const clock = new ManualClock();
+    const first = await createDelayTestApp(db, { instanceId: 'gone' }, clock);
+    for (let i = 0; i < 100; i++)
+      await first.delay.schedule({ type: 'test.effect', delay: MINUTE + i * 1000 });
+    await first.runtime.shutdown(true);
+    await first.close();
+    clock.advance(10 * MINUTE);
+
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let pages = 0;
+    const booting = createDelayTestApp(
+      db,
+      { instanceId: 'back', loadPageSize: 20 },
+      clock,
+      [],
+      (runtime) => {
+        const leaseDue = runtime.store.leaseDue.bind(runtime.store);
+        runtime.store.leaseDue = async (...args: Parameters<typeof leaseDue>) => {
+          if (++pages > 1) await gate;
+          return leaseDue(...args);
+        };
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const booted = await Promise.race([
+      booting,
+      new Promise<undefined>((resolve) => (timer = setTimeout(resolve, 10_000, undefined))),
+    ]);
+    clearTimeout(timer);
+    if (!booted) {
+      openGate();
+      await (await booting).close();
+      throw new Error('boot waited for the whole backlog before starting the wheel');
+    }
+    try {
+      expect(booted.runtime.wheel.size).toBe(20);
+      clock.set(clock.now()); // fires the driver's timer for the overdue ticks
+      const effects = async () =>
+        Number((await booted.query(`SELECT count(*) FROM effect`))[0].count);
+      for (let waited = 0; (await effects()) < 20 && waited < 10_000; waited += 10)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await effects()).toBe(20);
+      expect(pages).toBe(2); // the second page is waiting at the gate
+
+      openGate();
+      await booted.delay.drain();
+      const rows = await booted.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM effect GROUP BY task_id`,
+      );
+      expect(rows).toHaveLength(100);
+      expect(rows.every((r) => r.n === 1)).toBe(true);
+    } finally {
+      openGate();
+      await booted.close();
+    }
+  }, 60_000);
+});
+
 describe('a crash between claim and commit', () => {
   let db: TestDatabase;
   beforeAll(async () => {
