@@ -72,8 +72,19 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       this.logger,
       { requeue: (id, dueAtMs) => this.hold(id, dueAtMs), forget: (id) => this.wheel.cancel(id) },
     );
-    this.loader = new WindowLoader(this.store, this.clock, this.options, this.logger, (rows) =>
-      this.holdRows(rows),
+    const executor = this.executor;
+    this.loader = new WindowLoader(
+      this.store,
+      this.clock,
+      this.options,
+      this.logger,
+      (rows) => this.holdRows(rows),
+      {
+        start: () => executor.drainBacklog(),
+        get active() {
+          return executor.drainingBacklog;
+        },
+      },
     );
   }
 

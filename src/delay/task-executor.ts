@@ -3,7 +3,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { Clock } from './clock/index.js';
 import type { ResolvedDelayOptions } from './delay.options.js';
 import { errorText } from './delay.messages.js';
-import { ClaimBatch, type BatchResult } from './claim-batch.js';
+import { ClaimBatch, type BatchResult, type ClaimTarget } from './claim-batch.js';
 import type { HandlerRegistry } from './handler-registry.js';
 import type { TaskStore } from './task-store.js';
 
@@ -24,16 +24,29 @@ export interface ExecutorStats {
 }
 
 /**
+ * Where a backlog drain stands: `probing` runs one batch alone (most kicks find
+ * little or nothing); a full batch turns it to `draining`, where every free
+ * worker claims; a short one ends it.
+ */
+type Backlog = 'off' | 'probing' | 'draining';
+
+/**
  * Runs due tasks off the tick path: ids fired by the wheel queue up in due
  * order and up to `concurrency` claim transactions drain them, each taking a
  * batch. One transaction per batch (see ClaimBatch) is what lets a burst go
- * faster than one commit per task.
+ * faster than one commit per task. When told of a backlog (overdue tasks no
+ * instance holds), idle workers claim it straight from the table, batch by
+ * batch in due order, until a batch comes back short; the wheel's own tasks
+ * go first, being on time.
  */
 export class TaskExecutor {
   private queue: number[] = [];
   private head = 0;
   private readonly queued = new Set<number>();
   private inFlight = 0;
+  private backlog: Backlog = 'off';
+  /** The one batch of a probe is in flight. */
+  private probing = false;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
   private readonly active = new Set<QueryRunner>();
@@ -64,7 +77,19 @@ export class TaskExecutor {
   }
 
   get idle(): boolean {
-    return this.pending === 0 && this.inFlight === 0;
+    return this.pending === 0 && this.inFlight === 0 && this.backlog === 'off';
+  }
+
+  /** A backlog drain has been asked for and has not yet come back short. */
+  get drainingBacklog(): boolean {
+    return this.backlog !== 'off';
+  }
+
+  /** There may be overdue tasks nobody holds: claim them from the table. */
+  drainBacklog(): void {
+    if (this.stopped) return;
+    if (this.backlog === 'off') this.backlog = 'probing';
+    this.pump();
   }
 
   enqueue(ids: Iterable<number>): void {
@@ -84,6 +109,7 @@ export class TaskExecutor {
    */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopped = true;
+    this.backlog = 'off';
     this.queue = [];
     this.head = 0;
     this.queued.clear();
@@ -131,10 +157,15 @@ export class TaskExecutor {
   }
 
   private pump(): void {
-    while (!this.stopped && this.inFlight < this.concurrency && this.pending > 0) {
-      const batch = this.take();
+    while (!this.stopped && this.inFlight < this.concurrency) {
+      let target: ClaimTarget;
+      if (this.pending > 0) target = { ids: this.take() };
+      else if (this.backlog === 'draining' || (this.backlog === 'probing' && !this.probing)) {
+        target = { overdue: this.options.batchSize };
+        this.probing = this.backlog === 'probing';
+      } else break;
       this.inFlight++;
-      void this.runBatch(batch).finally(() => {
+      void this.runBatch(target).finally(() => {
         this.inFlight--;
         this.pump();
         if (this.idle) this.idleWaiters.splice(0).forEach((wake) => wake());
@@ -142,15 +173,25 @@ export class TaskExecutor {
     }
   }
 
-  private async runBatch(ids: number[]): Promise<void> {
+  private async runBatch(target: ClaimTarget): Promise<void> {
     const runner = this.dataSource.createQueryRunner();
     this.active.add(runner);
     let result: BatchResult;
     try {
       await runner.connect();
-      result = await this.batch.run(runner, ids, this.clock.now());
+      result = await this.batch.run(runner, target, this.clock.now());
     } catch (error) {
       if (this.stopped) return;
+      if ('overdue' in target) {
+        // Nothing committed. The loader's next round leases any overdue task
+        // it finds and asks for a drain again: no retry loop against a sick database.
+        this.endBacklogBatch(false);
+        this.logger.error(
+          `Claiming overdue tasks failed, looking again at the next loader round: ${errorText(error)}`,
+        );
+        return;
+      }
+      const { ids } = target;
       this.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
@@ -173,8 +214,19 @@ export class TaskExecutor {
         else this.hooks.forget(outcome.id);
       }
     }
-    const missing = ids.filter((id) => !result.claimedIds.has(id));
+    if ('overdue' in target) {
+      this.endBacklogBatch(result.claimedIds.size === target.overdue);
+      return;
+    }
+    const missing = target.ids.filter((id) => !result.claimedIds.has(id));
     if (missing.length > 0) await this.recheck(missing);
+  }
+
+  /** A full batch means more may be waiting: every free worker joins in. */
+  private endBacklogBatch(full: boolean): void {
+    this.probing = false;
+    if (this.backlog === 'off') return;
+    this.backlog = full ? 'draining' : 'off';
   }
 
   /**

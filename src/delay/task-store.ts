@@ -172,8 +172,15 @@ export class TaskStore {
     await this.rows(RETIRE_INSTANCE, [instanceId]);
   }
 
-  async leaseDue(instanceId: string, horizon: Date, limit: number, now: Date) {
-    return this.rows<DueRow>(LEASE_DUE_TASKS, [instanceId, horizon, limit, now]);
+  /** `after`: only tasks due after it; '-infinity' for every unheld task before the horizon. */
+  async leaseDue(
+    instanceId: string,
+    horizon: Date,
+    limit: number,
+    now: Date,
+    after: Date | '-infinity',
+  ) {
+    return this.rows<DueRow>(LEASE_DUE_TASKS, [instanceId, horizon, limit, now, after]);
   }
 
   async databaseNow(): Promise<Date> {

@@ -13,6 +13,14 @@ import type { DueRow, TaskStore } from './task-store.js';
  * due order. Tasks beyond the window stay in Postgres only, so memory depends
  * on the window, not on the table.
  */
+/** The executor's backlog drain, as far as the loader needs it. */
+export interface BacklogDrain {
+  /** There may be overdue tasks that nobody holds: claim them from the table. */
+  start(): void;
+  /** A drain is under way: the loader leaves overdue tasks to it. */
+  readonly active: boolean;
+}
+
 /** Heartbeats between two sweeps for orphaned leases (one a minute with the default lease). */
 const ORPHAN_SWEEP_EVERY = 6;
 /** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
@@ -31,6 +39,7 @@ export class WindowLoader {
     private readonly options: ResolvedDelayOptions,
     private readonly logger: Logger,
     private readonly onLoaded: (rows: DueRow[]) => void,
+    private readonly backlog: BacklogDrain,
   ) {}
 
   get busy(): boolean {
@@ -49,6 +58,8 @@ export class WindowLoader {
     await this.store.releaseInstance(id);
     await this.beat();
     await this.store.releaseOrphans(new Date(this.clock.now()));
+    // Whatever fell due while no instance ran is claimed straight from the table.
+    this.backlog.start();
     if (await this.loadPage()) {
       this.running = this.load()
         .catch((error: unknown) => {
@@ -112,6 +123,7 @@ export class WindowLoader {
     if (++this.beats % ORPHAN_SWEEP_EVERY === 0) await this.store.releaseOrphans(new Date(nowMs));
     if (expired.length > 0) {
       await this.store.releaseExpiredInstances(expired, new Date(nowMs));
+      this.backlog.start();
       this.logger.warn(
         `Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`,
       );
@@ -131,8 +143,11 @@ export class WindowLoader {
       new Date(nowMs + this.options.windowMs),
       this.options.loadPageSize,
       new Date(nowMs),
+      this.backlog.active ? new Date(nowMs) : '-infinity',
     );
     if (rows.length > 0) this.onLoaded(rows);
+    // Leased overdue tasks fire at once; more like them are left to a drain.
+    if (rows.length > 0 && rows[0].due_at.getTime() <= nowMs) this.backlog.start();
     return rows.length === this.options.loadPageSize;
   }
 

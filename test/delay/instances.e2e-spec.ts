@@ -81,6 +81,40 @@ describeWithServer('several instances on one database', () => {
     expect(perInstance.reduce((sum, r) => sum + r.n, 0)).toBe(5000);
   });
 
+  it('two instances booting on a backlog claim it from the table together, each task once', async () => {
+    const before = Number((await query(`SELECT count(*) FROM effect`))[0].count);
+    const [{ first }] = await query(
+      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
+       SELECT 'test.effect', 'null', $1::timestamptz - g * interval '10 milliseconds', $1, $1
+       FROM generate_series(1, 3000) g
+       RETURNING (SELECT coalesce(max(id), 0) + 1 FROM delayed_task) AS first`,
+      [new Date(clock.now() - 60_000)],
+    );
+    const booted = await Promise.all(
+      ['d', 'e'].map((name) =>
+        createDelayTestApp(db, { instanceId: `instance-${name}`, concurrency: 3 }, clock),
+      ),
+    );
+    try {
+      await Promise.all(booted.map((app) => app.delay.drain()));
+      const [{ executed, leased }] = await query(
+        `SELECT count(executed_at)::int AS executed, count(locked_by)::int AS leased
+         FROM delayed_task WHERE id >= $1`,
+        [first],
+      );
+      expect(executed).toBe(3000);
+      expect(leased).toBe(0);
+      const twice = await query(
+        `SELECT task_id FROM effect WHERE task_id >= $1 GROUP BY task_id HAVING count(*) <> 1`,
+        [first],
+      );
+      expect(twice).toEqual([]);
+      expect(Number((await query(`SELECT count(*) FROM effect`))[0].count)).toBe(before + 3000);
+    } finally {
+      for (const app of booted) await app.close();
+    }
+  });
+
   it('takes over the tasks of an instance that died, once its lease expires', async () => {
     const [a, b, c] = apps;
     const tasks = await c.delay.scheduleMany(

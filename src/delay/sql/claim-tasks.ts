@@ -1,4 +1,4 @@
-import { PENDING_BY_ID } from './pending.js';
+import { PENDING, PENDING_BY_ID } from './pending.js';
 
 /**
  * Claims due tasks for execution inside the caller's transaction: setting
@@ -16,6 +16,28 @@ export const CLAIM_TASKS = `
   )
   UPDATE delayed_task t
   SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
+  FROM due WHERE t.id = due.id
+  RETURNING t.*`;
+
+/**
+ * Claims the next overdue tasks that no instance holds, straight from the
+ * unleased-due index, in due order: how a backlog (tasks that fell due while
+ * no instance ran, or whose instance died) is drained without first writing a
+ * lease to every row and then loading it into a wheel only to fire it at once.
+ * SKIP LOCKED lets instances draining together split the backlog; the WHERE
+ * is checked again after the lock, so a row another instance leased or ran
+ * in the meantime is passed over. $1 now, $2 how many.
+ */
+export const CLAIM_OVERDUE_TASKS = `
+  WITH due AS (
+    SELECT id FROM delayed_task
+    WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
+    ORDER BY due_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE delayed_task t
+  SET executed_at = $1, attempts = t.attempts + 1, updated_at = $1
   FROM due WHERE t.id = due.id
   RETURNING t.*`;
 

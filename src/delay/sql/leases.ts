@@ -45,14 +45,17 @@ export const RETIRE_INSTANCE = `
   WHERE locked_by = $1 AND ${PENDING}`;
 
 /**
- * Leases the next page of unheld tasks due before the window's horizon, in
- * due order. SKIP LOCKED lets instances loading at once split the work.
- * $1 instance id, $2 horizon, $3 page size, $4 now.
+ * Leases the next page of unheld tasks due after $5 and before the window's
+ * horizon, in due order. SKIP LOCKED lets instances loading at once split the
+ * work. While a backlog drain runs, $5 is now (the drain claims the overdue
+ * tasks itself); otherwise '-infinity', so a stray overdue task still gets
+ * leased, fires at once and starts a drain for any others.
+ * $1 instance id, $2 horizon, $3 page size, $4 now, $5 due after.
  */
 export const LEASE_DUE_TASKS = `
   WITH picked AS (
     SELECT id FROM delayed_task
-    WHERE locked_by IS NULL AND ${PENDING} AND due_at < $2
+    WHERE locked_by IS NULL AND ${PENDING} AND due_at > $5::timestamptz AND due_at < $2
     ORDER BY due_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
