@@ -1,3 +1,5 @@
+import type { StatementTime } from '../systems/sut-main.js';
+
 /** Markdown helpers shared by the workloads' report sections. */
 export function table(
   header: string[],
@@ -29,4 +31,21 @@ export function mib(bytes: number): string {
 
 export function ratio(a: number, b: number): string {
   return b === 0 ? '—' : `${num(a / b, 2)}×`;
+}
+
+/** Where a system's connections spent their time: a heading line and a table, or nothing. */
+export function statementTable(heading: string, times: StatementTime[] | undefined): string[] {
+  if (!times?.length) return [];
+  return [
+    heading,
+    table(
+      ['statement', 'count', 'total', 'mean'],
+      times.map((t) => [
+        `\`${t.statement}…\``,
+        t.count,
+        ms(t.totalMs),
+        `${num(t.totalMs / t.count, 2)} ms`,
+      ]),
+    ),
+  ];
 }

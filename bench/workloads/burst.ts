@@ -17,7 +17,7 @@ import {
   seedOrders,
   withClient,
 } from '../harness/db.js';
-import { ms, num, ratio, table } from '../harness/format.js';
+import { ms, num, ratio, statementTable, table } from '../harness/format.js';
 import { log } from '../harness/progress.js';
 import { runDueTasks, type DueRun } from '../harness/run-system.js';
 import type { RunContext, Workload } from '../harness/workload.js';
@@ -182,19 +182,10 @@ export const burst: Workload<{ sizes: BurstSize[] }> = {
 /** Where this project's connections spent their time in the largest burst: what to make cheaper. */
 function statementTimes(size: BurstSize | undefined): string[] {
   const project = size?.runs.find((r) => r.system === 'project');
-  if (!project?.statementTimes?.length) return [];
-  return [
-    `**Where this project's connections spent their time, ${num(size!.count)} tasks** (from send to reply, summed over its 10 connections)`,
-    table(
-      ['statement', 'count', 'total', 'mean'],
-      project.statementTimes.map((t) => [
-        `\`${t.statement}…\``,
-        t.count,
-        ms(t.totalMs),
-        `${num(t.totalMs / t.count, 2)} ms`,
-      ]),
-    ),
-  ];
+  return statementTable(
+    `**Where this project's connections spent their time, ${num(size?.count ?? 0)} tasks** (from send to reply, summed over its 10 connections)`,
+    project?.statementTimes,
+  );
 }
 
 export function notes(r: DueRun): string {

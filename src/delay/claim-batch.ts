@@ -3,12 +3,7 @@ import type { QueryRunner } from 'typeorm';
 import { retryDelayMs, type ResolvedDelayOptions } from './delay.options.js';
 import { errorText, noHandlerAtRun } from './delay.messages.js';
 import type { HandlerRegistry } from './handler-registry.js';
-import {
-  CLAIM_OVERDUE_TASKS,
-  CLAIM_TASKS,
-  DEAD_LETTER_TASK,
-  RETRY_TASK_LATER,
-} from './sql/claim-tasks.js';
+import { CLAIM_TASKS, DEAD_LETTER_TASK, RETRY_TASK_LATER } from './sql/claim-tasks.js';
 import { toTask, type TaskRow } from './task-row.js';
 
 /** What became of one claimed task: ran, dead-lettered, or back to pending for a retry. */
@@ -20,9 +15,6 @@ export interface Retry {
   held: boolean;
 }
 
-/** What a batch claims: ids the wheel fired, or the next `overdue` tasks that nobody holds. */
-export type ClaimTarget = { ids: number[] } | { overdue: number };
-
 export interface BatchResult {
   claimedIds: Set<number>;
   outcomes: Outcome[];
@@ -33,8 +25,7 @@ export interface BatchResult {
 const REDO = Symbol('redo');
 
 /**
- * One claim transaction: claims the due tasks among the fired `ids` (or the
- * next overdue ones nobody holds, to drain a backlog), runs their handlers
+ * One claim transaction: claims the due tasks among `ids`, runs their handlers
  * with the transaction's EntityManager, and commits claims and effects together.
  *
  * It first runs the batch optimistically, with no savepoints (one round trip
@@ -51,33 +42,27 @@ export class ClaimBatch {
     private readonly logger: Logger,
   ) {}
 
-  async run(runner: QueryRunner, target: ClaimTarget, nowMs: number): Promise<BatchResult> {
-    const several = 'ids' in target ? target.ids.length > 1 : target.overdue > 1;
-    if (several) {
-      const result = await this.transaction(runner, target, nowMs, false);
+  async run(runner: QueryRunner, ids: number[], nowMs: number): Promise<BatchResult> {
+    if (ids.length > 1) {
+      const result = await this.transaction(runner, ids, nowMs, false);
       if (result !== REDO) return result;
     }
-    const result = await this.transaction(runner, target, nowMs, true);
+    const result = await this.transaction(runner, ids, nowMs, true);
     if (result === REDO) throw new Error('a fenced batch cannot be redone');
-    return { ...result, rerun: several };
+    return { ...result, rerun: ids.length > 1 };
   }
 
   private async transaction(
     runner: QueryRunner,
-    target: ClaimTarget,
+    ids: number[],
     nowMs: number,
     fenced: boolean,
   ): Promise<BatchResult | typeof REDO> {
     await runner.startTransaction();
     try {
-      const now = new Date(nowMs);
-      const [sql, params] =
-        'ids' in target
-          ? [CLAIM_TASKS, [target.ids, now]]
-          : [CLAIM_OVERDUE_TASKS, [now, target.overdue]];
-      const claimed = ((await runner.query(sql, params, true)).records as TaskRow[]).sort(
-        (a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id),
-      );
+      const claimed = (
+        (await runner.query(CLAIM_TASKS, [ids, new Date(nowMs)], true)).records as TaskRow[]
+      ).sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || Number(a.id) - Number(b.id));
       const outcomes = fenced
         ? await this.runFenced(runner, claimed, nowMs)
         : await this.runOptimistic(runner, claimed, nowMs);

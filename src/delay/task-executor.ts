@@ -3,9 +3,9 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { Clock } from './clock/index.js';
 import type { ResolvedDelayOptions } from './delay.options.js';
 import { errorText } from './delay.messages.js';
-import { ClaimBatch, type BatchResult, type ClaimTarget } from './claim-batch.js';
+import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import type { HandlerRegistry } from './handler-registry.js';
-import type { TaskStore } from './task-store.js';
+import type { DueRow, TaskStore } from './task-store.js';
 
 export interface ExecutorHooks {
   /** Put a task back into this instance's wheel (a retry, or a fired id that was not due yet). */
@@ -24,29 +24,25 @@ export interface ExecutorStats {
 }
 
 /**
- * Where a backlog drain stands: `probing` runs one batch alone (most kicks find
- * little or nothing); a full batch turns it to `draining`, where every free
- * worker claims; a short one ends it.
- */
-type Backlog = 'off' | 'probing' | 'draining';
-
-/**
  * Runs due tasks off the tick path: ids fired by the wheel queue up in due
  * order and up to `concurrency` claim transactions drain them, each taking a
  * batch. One transaction per batch (see ClaimBatch) is what lets a burst go
- * faster than one commit per task. When told of a backlog (overdue tasks no
- * instance holds), idle workers claim it straight from the table, batch by
- * batch in due order, until a batch comes back short; the wheel's own tasks
- * go first, being on time.
+ * faster than one commit per task.
+ *
+ * A backlog (overdue tasks no instance holds) is fed into the same queue by
+ * one reader, a page at a time in due order, and claimed by id like a burst;
+ * the reader waits while the queue is full, so ids read ahead stay few and the
+ * wheel's own tasks, being on time, never queue behind a whole backlog.
  */
 export class TaskExecutor {
   private queue: number[] = [];
   private head = 0;
   private readonly queued = new Set<number>();
   private inFlight = 0;
-  private backlog: Backlog = 'off';
-  /** The one batch of a probe is in flight. */
-  private probing = false;
+  private backlog: Promise<void> | undefined;
+  /** Asked for a drain while one was reading: read again from the start when it ends. */
+  private backlogAgain = false;
+  private roomWaiters: Array<() => void> = [];
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
   private readonly active = new Set<QueryRunner>();
@@ -77,19 +73,54 @@ export class TaskExecutor {
   }
 
   get idle(): boolean {
-    return this.pending === 0 && this.inFlight === 0 && this.backlog === 'off';
+    return this.pending === 0 && this.inFlight === 0 && this.backlog === undefined;
   }
 
-  /** A backlog drain has been asked for and has not yet come back short. */
+  /** A backlog drain is reading: the loader leaves overdue tasks to it. */
   get drainingBacklog(): boolean {
-    return this.backlog !== 'off';
+    return this.backlog !== undefined;
   }
 
-  /** There may be overdue tasks nobody holds: claim them from the table. */
+  /** There may be overdue tasks that nobody holds: read them from the table and run them. */
   drainBacklog(): void {
     if (this.stopped) return;
-    if (this.backlog === 'off') this.backlog = 'probing';
-    this.pump();
+    if (this.backlog) {
+      this.backlogAgain = true;
+      return;
+    }
+    this.backlog = this.readBacklog()
+      .catch((error: unknown) => {
+        // The loader's next round leases any overdue task it finds and asks again.
+        this.logger.error(
+          `Reading overdue tasks failed, looking again at the next loader round: ${errorText(error)}`,
+        );
+      })
+      .finally(() => {
+        this.backlog = undefined;
+        if (this.backlogAgain) {
+          this.backlogAgain = false;
+          this.drainBacklog();
+        }
+      });
+  }
+
+  private async readBacklog(): Promise<void> {
+    const page = this.options.batchSize * this.concurrency;
+    let after: DueRow | null = null;
+    for (;;) {
+      await this.room(page);
+      if (this.stopped) return;
+      const rows = await this.store.findOverdueUnheld(new Date(this.clock.now()), after, page);
+      this.enqueue(rows.map((row) => Number(row.id)));
+      if (rows.length < page) return;
+      after = rows[rows.length - 1];
+    }
+  }
+
+  /** Resolves once fewer than `size` ids wait in the queue (or on stop). */
+  private async room(size: number): Promise<void> {
+    while (!this.stopped && this.pending >= size)
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
   enqueue(ids: Iterable<number>): void {
@@ -109,10 +140,11 @@ export class TaskExecutor {
    */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopped = true;
-    this.backlog = 'off';
     this.queue = [];
     this.head = 0;
     this.queued.clear();
+    // A backlog reader sees `stopped` when woken, or after its query, and ends.
+    this.roomWaiters.splice(0).forEach((wake) => wake());
     if (await this.waitIdle(timeoutMs)) return true;
     // Releasing with an error makes the pool destroy the connection instead of reusing it.
     const cutOff = new Error('DelayModule shutting down: handler did not finish in time');
@@ -157,41 +189,27 @@ export class TaskExecutor {
   }
 
   private pump(): void {
-    while (!this.stopped && this.inFlight < this.concurrency) {
-      let target: ClaimTarget;
-      if (this.pending > 0) target = { ids: this.take() };
-      else if (this.backlog === 'draining' || (this.backlog === 'probing' && !this.probing)) {
-        target = { overdue: this.options.batchSize };
-        this.probing = this.backlog === 'probing';
-      } else break;
+    while (!this.stopped && this.inFlight < this.concurrency && this.pending > 0) {
+      const batch = this.take();
       this.inFlight++;
-      void this.runBatch(target).finally(() => {
+      void this.runBatch(batch).finally(() => {
         this.inFlight--;
         this.pump();
+        this.roomWaiters.splice(0).forEach((wake) => wake());
         if (this.idle) this.idleWaiters.splice(0).forEach((wake) => wake());
       });
     }
   }
 
-  private async runBatch(target: ClaimTarget): Promise<void> {
+  private async runBatch(ids: number[]): Promise<void> {
     const runner = this.dataSource.createQueryRunner();
     this.active.add(runner);
     let result: BatchResult;
     try {
       await runner.connect();
-      result = await this.batch.run(runner, target, this.clock.now());
+      result = await this.batch.run(runner, ids, this.clock.now());
     } catch (error) {
       if (this.stopped) return;
-      if ('overdue' in target) {
-        // Nothing committed. The loader's next round leases any overdue task
-        // it finds and asks for a drain again: no retry loop against a sick database.
-        this.endBacklogBatch(false);
-        this.logger.error(
-          `Claiming overdue tasks failed, looking again at the next loader round: ${errorText(error)}`,
-        );
-        return;
-      }
-      const { ids } = target;
       this.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
@@ -214,19 +232,8 @@ export class TaskExecutor {
         else this.hooks.forget(outcome.id);
       }
     }
-    if ('overdue' in target) {
-      this.endBacklogBatch(result.claimedIds.size === target.overdue);
-      return;
-    }
-    const missing = target.ids.filter((id) => !result.claimedIds.has(id));
+    const missing = ids.filter((id) => !result.claimedIds.has(id));
     if (missing.length > 0) await this.recheck(missing);
-  }
-
-  /** A full batch means more may be waiting: every free worker joins in. */
-  private endBacklogBatch(full: boolean): void {
-    this.probing = false;
-    if (this.backlog === 'off') return;
-    this.backlog = full ? 'draining' : 'off';
   }
 
   /**

@@ -16,7 +16,7 @@ import {
   RETIRE_INSTANCE,
   RELEASE_ORPHANED_TASKS,
 } from './sql/leases.js';
-import { FIND_PENDING_BY_IDS } from './sql/claim-tasks.js';
+import { FIND_OVERDUE_UNHELD, FIND_PENDING_BY_IDS } from './sql/claim-tasks.js';
 import type { NormalizedRequest } from './schedule-request.js';
 import type { ParsedRef } from './task-ref.js';
 import type { TaskRow } from './task-row.js';
@@ -140,6 +140,16 @@ export class TaskStore {
 
   async findPending(ids: number[]) {
     return this.rows<DueRow & { locked_by: string | null }>(FIND_PENDING_BY_IDS, [ids]);
+  }
+
+  /** A page of overdue unheld tasks in due order, after `after` (null: from the first). */
+  async findOverdueUnheld(now: Date, after: DueRow | null, limit: number) {
+    return this.rows<DueRow>(FIND_OVERDUE_UNHELD, [
+      now,
+      after?.due_at ?? '-infinity',
+      after?.id ?? 0,
+      limit,
+    ]);
   }
 
   /** Renews this instance's lease; returns instances whose lease expired and the database's now. */

@@ -20,26 +20,20 @@ export const CLAIM_TASKS = `
   RETURNING t.*`;
 
 /**
- * Claims the next overdue tasks that no instance holds, straight from the
- * unleased-due index, in due order: how a backlog (tasks that fell due while
- * no instance ran, or whose instance died) is drained without first writing a
- * lease to every row and then loading it into a wheel only to fire it at once.
- * SKIP LOCKED lets instances draining together split the backlog; the WHERE
- * is checked again after the lock, so a row another instance leased or ran
- * in the meantime is passed over. $1 now, $2 how many.
+ * The next page of overdue tasks that no instance holds, in due order after
+ * the keyset ($2 due_at, $3 id): a backlog (tasks that fell due while no
+ * instance ran, or whose instance died) is fed to the claim by id like a
+ * burst, without first writing a lease to every row and loading it into the
+ * wheel only to fire it at once. Reads only: the claim decides who runs a
+ * task, so instances reading the same page cannot run it twice.
+ * $1 now, $2 after due_at, $3 after id, $4 page size.
  */
-export const CLAIM_OVERDUE_TASKS = `
-  WITH due AS (
-    SELECT id FROM delayed_task
-    WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
-    ORDER BY due_at, id
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-  )
-  UPDATE delayed_task t
-  SET executed_at = $1, attempts = t.attempts + 1, updated_at = $1
-  FROM due WHERE t.id = due.id
-  RETURNING t.*`;
+export const FIND_OVERDUE_UNHELD = `
+  SELECT id, due_at FROM delayed_task
+  WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
+    AND (due_at, id) > ($2::timestamptz, $3::bigint)
+  ORDER BY due_at, id
+  LIMIT $4`;
 
 /** Of the fired ids that were not claimed, those still pending, to put back in the wheel. $1 ids. */
 export const FIND_PENDING_BY_IDS = `
