@@ -81,8 +81,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       (rows) => this.holdRows(rows),
       {
         start: () => executor.drainBacklog(),
-        get active() {
-          return executor.drainingBacklog;
+        get sinceMs() {
+          return executor.backlogSinceMs;
         },
       },
     );

@@ -40,6 +40,7 @@ export class TaskExecutor {
   private readonly queued = new Set<number>();
   private inFlight = 0;
   private backlog: Promise<void> | undefined;
+  private backlogStartedMs: number | undefined;
   /** Asked for a drain while one was reading: read again from the start when it ends. */
   private backlogAgain = false;
   private roomWaiters: Array<() => void> = [];
@@ -76,9 +77,9 @@ export class TaskExecutor {
     return this.pending === 0 && this.inFlight === 0 && this.backlog === undefined;
   }
 
-  /** A backlog drain is reading: the loader leaves overdue tasks to it. */
-  get drainingBacklog(): boolean {
-    return this.backlog !== undefined;
+  /** When the backlog drain under way began; undefined when none is. */
+  get backlogSinceMs(): number | undefined {
+    return this.backlogStartedMs;
   }
 
   /** There may be overdue tasks that nobody holds: read them from the table and run them. */
@@ -88,6 +89,7 @@ export class TaskExecutor {
       this.backlogAgain = true;
       return;
     }
+    this.backlogStartedMs = this.clock.now();
     this.backlog = this.readBacklog()
       .catch((error: unknown) => {
         // The loader's next round leases any overdue task it finds and asks again.
@@ -97,6 +99,7 @@ export class TaskExecutor {
       })
       .finally(() => {
         this.backlog = undefined;
+        this.backlogStartedMs = undefined;
         if (this.backlogAgain) {
           this.backlogAgain = false;
           this.drainBacklog();

@@ -4,6 +4,22 @@ import type { ResolvedDelayOptions } from './delay.options.js';
 import { errorText } from './delay.messages.js';
 import type { DueRow, TaskStore } from './task-store.js';
 
+/** The executor's backlog drain, as far as the loader needs it. */
+export interface BacklogDrain {
+  /** There may be overdue tasks that nobody holds: read them from the table and run them. */
+  start(): void;
+  /**
+   * When the drain under way began (undefined: none). It reads what is due by
+   * each page's now, so everything due by then is its to run, not the loader's.
+   */
+  readonly sinceMs: number | undefined;
+}
+
+/** Heartbeats between two sweeps for orphaned leases (one a minute with the default lease). */
+const ORPHAN_SWEEP_EVERY = 6;
+/** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
+const CLOCK_OFFSET_LIMIT_MS = 2_000;
+
 /**
  * Keeps this instance's share of the window in memory and its lease alive.
  *
@@ -13,19 +29,6 @@ import type { DueRow, TaskStore } from './task-store.js';
  * due order. Tasks beyond the window stay in Postgres only, so memory depends
  * on the window, not on the table.
  */
-/** The executor's backlog drain, as far as the loader needs it. */
-export interface BacklogDrain {
-  /** There may be overdue tasks that nobody holds: claim them from the table. */
-  start(): void;
-  /** A drain is under way: the loader leaves overdue tasks to it. */
-  readonly active: boolean;
-}
-
-/** Heartbeats between two sweeps for orphaned leases (one a minute with the default lease). */
-const ORPHAN_SWEEP_EVERY = 6;
-/** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
-const CLOCK_OFFSET_LIMIT_MS = 2_000;
-
 export class WindowLoader {
   private timer: TimerHandle | undefined;
   private beats = 0;
@@ -47,24 +50,23 @@ export class WindowLoader {
   }
 
   /**
-   * First load at boot: reclaims what a previous run under this id held, then
-   * leases the first page (the earliest due) and returns, so the wheel can
-   * start firing overdue tasks while the rest of a large backlog loads in the
-   * background (`busy` until it is done). Waiting for the whole backlog first
-   * would leave 100,000 overdue tasks unexecuted for the 20 page round trips.
+   * First load at boot: reclaims what a previous run under this id held,
+   * starts draining what is already overdue, then leases the first page of the
+   * window (the earliest due) and returns, so the wheel starts turning while
+   * the rest of a large window loads behind it (`busy` until it is done).
    */
   async start(): Promise<void> {
     const id = this.options.instanceId;
     await this.store.releaseInstance(id);
     await this.beat();
     await this.store.releaseOrphans(new Date(this.clock.now()));
-    // Whatever fell due while no instance ran is claimed straight from the table.
+    // Whatever fell due while no instance ran is run straight from the table.
     this.backlog.start();
     if (await this.loadPage()) {
       this.running = this.load()
         .catch((error: unknown) => {
           this.logger.error(
-            `Delay loader failed while loading the backlog, trying again in ${this.options.heartbeatMs} ms: ${errorText(error)}`,
+            `Delay loader failed while loading the window, trying again in ${this.options.heartbeatMs} ms: ${errorText(error)}`,
           );
         })
         .finally(() => {
@@ -138,12 +140,15 @@ export class WindowLoader {
   private async loadPage(): Promise<boolean> {
     if (this.stopped) return false;
     const nowMs = this.clock.now();
+    const since = this.backlog.sinceMs;
     const rows = await this.store.leaseDue(
       this.options.instanceId,
       new Date(nowMs + this.options.windowMs),
       this.options.loadPageSize,
       new Date(nowMs),
-      this.backlog.active ? new Date(nowMs) : '-infinity',
+      // Due after the drain began: a little overlap with it (the claim keeps
+      // each task to one run), and no gap between them.
+      since === undefined ? '-infinity' : new Date(Math.min(since, nowMs)),
     );
     if (rows.length > 0) this.onLoaded(rows);
     // Leased overdue tasks fire at once; more like them are left to a drain.

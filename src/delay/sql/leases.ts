@@ -47,9 +47,9 @@ export const RETIRE_INSTANCE = `
 /**
  * Leases the next page of unheld tasks due after $5 and before the window's
  * horizon, in due order. SKIP LOCKED lets instances loading at once split the
- * work. While a backlog drain runs, $5 is now (the drain claims the overdue
- * tasks itself); otherwise '-infinity', so a stray overdue task still gets
- * leased, fires at once and starts a drain for any others.
+ * work. While a backlog drain runs, $5 is when it began (the drain runs what
+ * was due by then itself); otherwise '-infinity', so a stray overdue task
+ * still gets leased, fires at once and starts a drain for any others.
  * $1 instance id, $2 horizon, $3 page size, $4 now, $5 due after.
  */
 export const LEASE_DUE_TASKS = `
