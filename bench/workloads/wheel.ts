@@ -64,41 +64,67 @@ function cpuMs(): number {
 
 const noop = () => undefined;
 
-/** Adds n entries (timed, and measured in bytes), then cancels them all in random order (timed). */
-function addAndCancel(
+/** Fills a fresh structure with n entries; returns a function that cancels them in `order`. */
+function fill(
   structure: Structure,
   n: number,
-): { addMs: number; cancelMs: number; bytes: number } {
-  const delays = randoms(n, 42).map((r) => 60_000 + Math.floor(r * 3_540_000));
-  const order = shuffled(n);
-  const handles: unknown[] = new Array(n).fill(null);
+  delays: Float64Array,
+  order: Int32Array,
+): () => void {
   const base = Date.now();
-  const before = memory();
-  let t = performance.now();
-  let cancel: () => void;
   if (structure === 'TimingWheel') {
     const wheel = new TimingWheel({ startMs: base });
     for (let i = 0; i < n; i++) wheel.add(i, base + delays[i], undefined);
-    cancel = () => {
+    return () => {
       for (let i = 0; i < n; i++) wheel.cancel(order[i]);
     };
-  } else if (structure === 'setTimeout') {
+  }
+  if (structure === 'setTimeout') {
+    const handles = new Array<NodeJS.Timeout>(n);
     for (let i = 0; i < n; i++) handles[i] = setTimeout(noop, delays[i]);
-    cancel = () => {
-      for (let i = 0; i < n; i++) clearTimeout(handles[order[i]] as NodeJS.Timeout);
-    };
-  } else {
-    const heap = new BinaryHeap();
-    for (let i = 0; i < n; i++) handles[i] = heap.push(i, base + delays[i]);
-    cancel = () => {
-      for (let i = 0; i < n; i++) heap.remove(handles[order[i]] as HeapEntry);
+    return () => {
+      for (let i = 0; i < n; i++) clearTimeout(handles[order[i]]);
     };
   }
+  const heap = new BinaryHeap();
+  const handles = new Array<HeapEntry>(n);
+  for (let i = 0; i < n; i++) handles[i] = heap.push(i, base + delays[i]);
+  return () => {
+    for (let i = 0; i < n; i++) heap.remove(handles[order[i]]);
+  };
+}
+
+function workload(n: number): { delays: Float64Array; order: Int32Array } {
+  return {
+    delays: randoms(n, 42).map((r) => 60_000 + Math.floor(r * 3_540_000)),
+    order: shuffled(n),
+  };
+}
+
+/**
+ * Adds n entries, then cancels them all in random order, both timed. No forced
+ * GC right before: a full GC hands memory back, and the first allocations after
+ * it fault fresh pages in; on our 2-core VM that alone swung the wheel's 10k add
+ * rate between 0.5M/s and 9M/s across identical runs. Bytes are measured apart.
+ */
+function addAndCancel(structure: Structure, n: number): { addMs: number; cancelMs: number } {
+  const { delays, order } = workload(n);
+  let t = performance.now();
+  const cancel = fill(structure, n, delays, order);
   const addMs = performance.now() - t;
-  const bytes = (memory() - before) / n;
   t = performance.now();
   cancel();
-  return { addMs, cancelMs: performance.now() - t, bytes };
+  return { addMs, cancelMs: performance.now() - t };
+}
+
+/** Heap + external bytes per pending entry, fixed parts of the structure included. */
+function bytesPerEntry(structure: Structure, n: number): number {
+  const { delays, order } = workload(n);
+  const before = memory();
+  const cancel = fill(structure, n, delays, order);
+  const bytes = (memory() - before) / n;
+  cancel();
+  return bytes;
 }
 
 /** n entries due within one second; CPU ms to hand every one of them out. */
@@ -150,17 +176,19 @@ async function measure(sizes: number[]): Promise<WheelFigure[]> {
       const reps = n <= 10_000 ? 9 : n <= 100_000 ? 5 : 3;
       const runs = [];
       const fires = [];
+      const bytes = [];
       for (let r = 0; r < reps; r++) {
         runs.push(addAndCancel(structure, n));
         fires.push(await fire(structure, n));
       }
+      for (let r = 0; r < 3; r++) bytes.push(bytesPerEntry(structure, n));
       figures.push({
         structure,
         entries: n,
         addPerSecond: (n / median(runs.map((x) => x.addMs))) * 1000,
         cancelPerSecond: (n / median(runs.map((x) => x.cancelMs))) * 1000,
         firePerSecond: (n / Math.max(0.001, median(fires))) * 1000,
-        bytesPerEntry: median(runs.map((x) => x.bytes)),
+        bytesPerEntry: median(bytes),
       });
       process.send?.({ progress: `${structure} ${n}` });
     }
