@@ -71,6 +71,8 @@ type Fill = (n: number, delays: Float64Array, order: Int32Array) => () => void;
  * One structure to fill again and again. Node's timers live in per-process
  * lists that stay grown once used; the wheel and the heap are kept the same
  * way, so each timed pass finds its structure as a long-running app would.
+ * setTimeout and the heap keep their handles in an array, timed and counted in
+ * bytes, as a caller must to cancel by id; the wheel's own id index is in its figures.
  */
 function filler(structure: Structure): Fill {
   if (structure === 'TimingWheel') {

@@ -39,7 +39,7 @@ export class TaskExecutor {
   private head = 0;
   private readonly queued = new Set<number>();
   private inFlight = 0;
-  private backlog: Promise<void> | undefined;
+  /** When the backlog drain under way began; undefined while none is. */
   private backlogStartedMs: number | undefined;
   /** Asked for a drain while one was reading: read again from the start when it ends. */
   private backlogAgain = false;
@@ -74,7 +74,7 @@ export class TaskExecutor {
   }
 
   get idle(): boolean {
-    return this.pending === 0 && this.inFlight === 0 && this.backlog === undefined;
+    return this.pending === 0 && this.inFlight === 0 && this.backlogStartedMs === undefined;
   }
 
   /** When the backlog drain under way began; undefined when none is. */
@@ -85,12 +85,12 @@ export class TaskExecutor {
   /** There may be overdue tasks that nobody holds: read them from the table and run them. */
   drainBacklog(): void {
     if (this.stopped) return;
-    if (this.backlog) {
+    if (this.backlogStartedMs !== undefined) {
       this.backlogAgain = true;
       return;
     }
     this.backlogStartedMs = this.clock.now();
-    this.backlog = this.readBacklog()
+    void this.readBacklog()
       .catch((error: unknown) => {
         // The loader's next round leases any overdue task it finds and asks again.
         this.logger.error(
@@ -98,7 +98,6 @@ export class TaskExecutor {
         );
       })
       .finally(() => {
-        this.backlog = undefined;
         this.backlogStartedMs = undefined;
         if (this.backlogAgain) {
           this.backlogAgain = false;
