@@ -2,8 +2,11 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspace package's manifest first, so npm ci links it into node_modules.
+COPY packages/nest-delay/package.json ./packages/nest-delay/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY packages ./packages
 COPY src ./src
 COPY migrations ./migrations
 RUN npm run build && npm prune --omit=dev
@@ -15,6 +18,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/packages/nest-delay/package.json ./packages/nest-delay/
+COPY --from=build /app/packages/nest-delay/dist ./packages/nest-delay/dist
 USER node
 EXPOSE 3000
 CMD ["node", "dist/src/main.js"]

@@ -3,10 +3,15 @@
 /** @type {import('jest').Config} */
 export default {
   testEnvironment: 'node',
-  roots: ['<rootDir>/src', '<rootDir>/test'],
+  roots: ['<rootDir>/src', '<rootDir>/test', '<rootDir>/packages/nest-delay/src'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    // The app and its tests import the package by name; Jest runs its sources.
+    '^nest-delay$': '<rootDir>/packages/nest-delay/src/index.ts',
+    '^nest-delay/testing$': '<rootDir>/packages/nest-delay/src/testing/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },

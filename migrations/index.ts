@@ -1,5 +1,8 @@
-import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
+import { delayMigrations } from 'nest-delay';
 import { CreateOrders1763800001000 } from './1763800001000-CreateOrders.js';
 
-/** Every migration, in order. Listed by class so the app, the CLI and the tests share one list. */
-export const migrations = [CreateDelayedTask1763800000000, CreateOrders1763800001000];
+/**
+ * Every migration, in order: the delay package's own, then the orders tables.
+ * Listed by class so the app, the CLI and the tests share one list.
+ */
+export const migrations = [...delayMigrations, CreateOrders1763800001000];

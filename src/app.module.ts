@@ -4,7 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from './config/app-config.js';
 import { APP_CONFIG } from './config/app-config.token.js';
 import { dataSourceOptions } from './database/data-source-options.js';
-import { DelayModule } from './delay/index.js';
+import { DelayModule } from 'nest-delay';
 import { OrdersModule } from './orders/orders.module.js';
 
 /**

@@ -18,7 +18,7 @@ import {
   DelayService,
   DelayedTaskHandler,
   type TaskContext,
-} from '../../src/delay/index.js';
+} from 'nest-delay';
 import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import { TASK_TYPE } from '../harness/project-db.js';

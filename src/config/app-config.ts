@@ -1,4 +1,4 @@
-import { tryParseDuration } from '../delay/index.js';
+import { tryParseDuration } from 'nest-delay';
 
 /** Every setting the service reads from its environment, validated once at start. */
 export interface AppConfig {

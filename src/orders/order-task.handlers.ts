@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { CLOCK, DelayedTaskHandler, type Clock, type TaskContext } from '../delay/index.js';
+import { CLOCK, DelayedTaskHandler, type Clock, type TaskContext } from 'nest-delay';
 import { UUID_PATTERN } from './order-id.js';
 import type { Order } from './order.entity.js';
 import { applyTransition, lockOrder } from './order.store.js';

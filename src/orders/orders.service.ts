@@ -4,7 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
 import { isTransientConflict } from '../database/postgres-errors.js';
-import { CLOCK, DelayService, type Clock } from '../delay/index.js';
+import { CLOCK, DelayService, type Clock } from 'nest-delay';
 import { createRequestHash } from './create-request-hash.js';
 import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
 import { OrderNotFoundError } from './errors/order-not-found.error.js';

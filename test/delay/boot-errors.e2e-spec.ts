@@ -1,8 +1,8 @@
 import { Injectable, Module } from '@nestjs/common';
-import { DelayedTaskHandler, DuplicateHandlerError, ManualClock } from '../../src/delay/index.js';
+import { DelayedTaskHandler, DuplicateHandlerError, ManualClock } from 'nest-delay';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp } from './delay-test-app.js';
-import { resolveDelayOptions } from '../../src/delay/delay.options.js';
+import { resolveDelayOptions } from '../../packages/nest-delay/src/delay.options.js';
 
 @Injectable()
 class SecondEffectHandler {

@@ -3,7 +3,7 @@ import {
   DelayValidationError,
   TaskNotFoundError,
   UnknownTaskTypeError,
-} from '../../src/delay/index.js';
+} from 'nest-delay';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 

@@ -17,9 +17,9 @@ import {
   ManualClock,
   type DelayModuleOptions,
   type TaskContext,
-} from '../../src/delay/index.js';
+} from 'nest-delay';
 import type { TestDatabase } from '../support/test-database.js';
-import { DelayRuntime } from '../../src/delay/delay.runtime.js';
+import { DelayRuntime } from '../../packages/nest-delay/src/delay.runtime.js';
 
 /** What the test handlers do: record an effect row, or fail on demand. */
 export class HandlerBehaviour {

@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/delay/index.js';
+import { ManualClock } from 'nest-delay';
 import {
   createTestDatabase,
   describeWithServer,

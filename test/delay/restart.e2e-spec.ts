@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/delay/index.js';
+import { ManualClock } from 'nest-delay';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp } from './delay-test-app.js';
 

@@ -1,4 +1,4 @@
-import { CLAIM_TASKS } from '../../src/delay/sql/claim-tasks.js';
+import { CLAIM_TASKS } from '../../packages/nest-delay/src/sql/claim-tasks.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DelayService } from '../../src/delay/index.js';
+import { DelayService } from 'nest-delay';
 import type { TestApp } from '../support/app-factory.js';
 import { describeWithServer, type TestDatabase } from '../support/test-database.js';
 import { HOUR, MINUTE, OrdersApi, SECOND, type OrderJson, useOrdersApp } from './orders-api.js';

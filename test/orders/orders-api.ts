@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { DelayService } from '../../src/delay/index.js';
+import { DelayService } from 'nest-delay';
 import { createTestApp, type TestApp } from '../support/app-factory.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 

@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
-import { CLOCK, ManualClock } from '../../src/delay/index.js';
+import { CLOCK, ManualClock } from 'nest-delay';
 import type { TestDatabase } from './test-database.js';
 
 export interface TestApp {

@@ -18,3 +18,5 @@ export { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 export { TaskNotFoundError } from './errors/task-not-found.error.js';
 export { CLOCK, ManualClock, SystemClock, type Clock } from './clock/index.js';
 export { parseDuration, tryParseDuration, type Duration } from './duration.js';
+export { TimingWheel, type TimingWheelOptions, type DueEntry } from './wheel/index.js';
+export { delayMigrations } from './migrations/index.js';

@@ -1,0 +1,9 @@
+import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
+
+/**
+ * The package's schema, oldest first. Add them to your DataSource's
+ * `migrations` (before or among your own); each is a plain TypeORM migration,
+ * recorded in your migrations table under its class name, so upgrading the
+ * package and running your migrations moves the schema forward.
+ */
+export const delayMigrations = [CreateDelayedTask1763800000000];
