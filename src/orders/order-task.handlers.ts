@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { CLOCK, DelayedTaskHandler, type Clock, type TaskContext } from 'nest-delay';
+import { CLOCK, DelayedTaskHandler, TaskOutcome, type Clock, type TaskContext } from 'nest-delay';
 import { UUID_PATTERN } from './order-id.js';
 import type { Order } from './order.entity.js';
 import { applyTransition, lockOrder } from './order.store.js';
@@ -24,12 +24,15 @@ export class OrderTaskHandlers {
   closeUnpaid(
     payload: OrderTaskPayload,
     { manager }: TaskContext<OrderTaskPayload>,
-  ): Promise<void> {
+  ): Promise<TaskOutcome | void> {
     return this.step(payload, manager, rules.closeUnpaid);
   }
 
   @DelayedTaskHandler(AUTO_REVIEW_TASK)
-  autoReview(payload: OrderTaskPayload, { manager }: TaskContext<OrderTaskPayload>): Promise<void> {
+  autoReview(
+    payload: OrderTaskPayload,
+    { manager }: TaskContext<OrderTaskPayload>,
+  ): Promise<TaskOutcome | void> {
     return this.step(payload, manager, rules.autoReview);
   }
 
@@ -37,11 +40,11 @@ export class OrderTaskHandlers {
     payload: OrderTaskPayload,
     manager: EntityManager,
     decide: (order: Order, now: Date) => rules.Transition | undefined,
-  ): Promise<void> {
+  ): Promise<TaskOutcome | void> {
     const orderId = payload?.orderId;
-    // Thrown, a bad payload is retried and then dead-lettered with this message.
+    // No retry can fix a malformed payload: dead-letter it at once, saying why.
     if (typeof orderId !== 'string' || !UUID_PATTERN.test(orderId)) {
-      throw new Error(`payload.orderId must be a UUID; got ${JSON.stringify(payload)}`);
+      return TaskOutcome.discard(`payload.orderId must be a UUID; got ${JSON.stringify(payload)}`);
     }
     const order = await lockOrder(manager, orderId);
     if (!order) {

@@ -4,7 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
 import { isTransientConflict } from '../database/postgres-errors.js';
-import { CLOCK, DelayService, type Clock } from 'nest-delay';
+import { CLOCK, DelayService, TaskNotFoundError, TaskStateError, type Clock } from 'nest-delay';
 import { createRequestHash } from './create-request-hash.js';
 import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
 import { OrderNotFoundError } from './errors/order-not-found.error.js';
@@ -153,7 +153,7 @@ export class OrdersService {
     afterwards?: (order: Order, manager: EntityManager) => Promise<unknown>,
   ): Promise<Order> {
     return this.transaction(async (manager) => {
-      if (taskToCancel !== undefined) await this.delay.cancel(taskToCancel, { manager });
+      if (taskToCancel !== undefined) await this.cancelIfPending(taskToCancel, manager);
       const order = await lockOrder(manager, id);
       if (!order) throw new OrderNotFoundError(id);
       const now = new Date(this.clock.now());
@@ -161,6 +161,18 @@ export class OrdersService {
       await afterwards?.(order, manager);
       return order;
     });
+  }
+
+  /**
+   * The task may have run already (then the rule below answers 409) or never
+   * exist (an unknown order: 404 below); only a pending one is cancelled.
+   */
+  private async cancelIfPending(key: string, manager: EntityManager): Promise<void> {
+    try {
+      await this.delay.cancel({ key }, { manager });
+    } catch (error) {
+      if (!(error instanceof TaskStateError || error instanceof TaskNotFoundError)) throw error;
+    }
   }
 
   /** The order an earlier request with this key created, or undefined when this request claimed the key. */

@@ -1,5 +1,4 @@
 import pg from 'pg';
-import { DelayService } from 'nest-delay';
 import type { TestApp } from '../support/app-factory.js';
 import { describeWithServer, type TestDatabase } from '../support/test-database.js';
 import { HOUR, MINUTE, OrdersApi, SECOND, type OrderJson, useOrdersApp } from './orders-api.js';
@@ -36,7 +35,7 @@ describe('pay racing the close-unpaid task on one order', () => {
     await yieldTurns(8);
     t.clock.advance(30 * MINUTE);
     const responses = await Promise.all(pays);
-    await t.app.get(DelayService).drain();
+    await t.delay.runDue();
     // A task the claim found locked by a pay is looked at again a tick later.
     await api.advance(SECOND);
 
@@ -94,7 +93,7 @@ describe('review racing the auto-review task on one order', () => {
     await yieldTurns(5);
     t.clock.advance(1);
     const responses = await Promise.all(reviews);
-    await t.app.get(DelayService).drain();
+    await t.delay.runDue();
     await api.advance(SECOND);
 
     for (const [i, order] of orders.entries()) {
@@ -152,7 +151,7 @@ describeWithServer('pay and close-unpaid interleaved by hand', () => {
     const order = await api.createOrder();
     await lockOrderElsewhere(order.id);
     t.clock.advance(30 * MINUTE);
-    const drained = t.app.get(DelayService).drain();
+    const drained = t.delay.runDue();
     await lockWaiters(1); // the handler, holding the claimed task, waits for the order
     const pay = api.action(order.id, 'pay').then((res) => res);
     await lockWaiters(2); // the pay waits for the task row the claim holds
@@ -177,7 +176,7 @@ describeWithServer('pay and close-unpaid interleaved by hand', () => {
     const pay = api.action(order.id, 'pay').then((res) => res);
     await lockWaiters(1); // the pay, holding the cancelled task row, waits for the order
     t.clock.advance(30 * MINUTE);
-    await t.app.get(DelayService).drain(); // the claim skips the locked task
+    await t.delay.runDue(); // the claim skips the locked task
     await blocker.query('COMMIT');
 
     expect((await pay).status).toBe(200);

@@ -9,10 +9,25 @@ export const unknownType = (type: string, known: string[]) =>
 export const noHandlerAtRun = (type: string) =>
   `No handler registered for task type "${type}" on the instance that ran it; dead-lettered.`;
 
-export const taskNotFound = (ref: string | number) =>
-  `No delayed task with id or key ${JSON.stringify(ref)}.`;
+export const describeRef = (ref: { id: string } | { key: string }) =>
+  'id' in ref ? `with id ${ref.id}` : `with key ${JSON.stringify(ref.key)}`;
+
+export const taskNotFound = (ref: string) => `No delayed task ${ref}.`;
 
 export const errorText = (error: unknown): string => {
   if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, 4000);
   return String(error).slice(0, 4000);
 };
+
+export const requestScopedHandler = (type: string, name: string) =>
+  `${name} handles delayed task type "${type}" but is request-scoped (or depends on a request-scoped provider), ` +
+  `so it is not registered: a task has no request. Make the provider a singleton (the default scope).`;
+
+export const releasedManager = () =>
+  'The EntityManager passed as { manager } belongs to a transaction that has already ended';
+
+export const taskInState = (ref: string, state: string, action: string) =>
+  `Cannot ${action} the delayed task ${ref}: it is ${state}` +
+  (action === 'retry'
+    ? ', and only a dead-lettered task can be retried.'
+    : ', and only a pending one can be.');

@@ -1,26 +1,26 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { getDataSourceToken } from '@nestjs/typeorm';
 import { CLOCK, SystemClock } from './clock/index.js';
-import { DelayConfigurableModule } from './delay.module-definition.js';
+import { DELAY_MODULE_OPTIONS, DelayConfigurableModule } from './delay.module-definition.js';
 import { DelayExplorer } from './delay.explorer.js';
-import { DelayRuntime } from './delay.runtime.js';
+import { resolveDelayOptions } from './delay.options.js';
 import { DelayService } from './delay.service.js';
-import { DELAY_DATA_SOURCE } from './delay.tokens.js';
+import { DELAY_OPTIONS } from './delay.tokens.js';
 import { HandlerRegistry } from './handler-registry.js';
+import { DelayRuntime } from './runtime/delay.runtime.js';
 
 /**
- * `DelayModule.forRoot({ ... })` or `forRootAsync({ useFactory, inject })`:
- * global by default, exports DelayService. Needs the app's default TypeORM
- * DataSource, with delayed_task's migration among its migrations.
- * Override the CLOCK provider with a ManualClock to move time in tests.
+ * `DelayModule.forRoot({ ...options, dataSource?, isGlobal? })` or
+ * `forRootAsync({ useFactory, inject, dataSource?, isGlobal? })`: exports
+ * DelayService (global by default). Needs a TypeORM DataSource whose
+ * migrations include `delayMigrations`. Tests swap CLOCK for a ManualClock
+ * (see `nest-delay/testing`).
  */
 @Module({
   imports: [DiscoveryModule],
   providers: [
     { provide: CLOCK, useClass: SystemClock },
-    // The application's default TypeORM DataSource (TypeOrmModule.forRoot).
-    { provide: DELAY_DATA_SOURCE, useExisting: getDataSourceToken() },
+    { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
     HandlerRegistry,
     DelayExplorer,
     DelayRuntime,

@@ -13,6 +13,21 @@ export interface RetryPolicy {
   jitter?: number;
 }
 
+/** Options of one handler, on its decorator: `@DelayedTaskHandler('type', { maxAttempts: 3 })`. */
+export interface HandlerOptions {
+  /** Attempts for tasks of this type scheduled without their own (default: the module's). */
+  maxAttempts?: number;
+  /** Backoff between this type's attempts (default: the module's `retry`). */
+  retry?: Omit<RetryPolicy, 'maxAttempts'>;
+}
+
+/** A backoff with every field known. */
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+  jitter: number;
+}
+
 export interface DelayModuleOptions {
   /** Length of one wheel tick (default 1000 ms): the timing resolution. */
   tickMs?: number;
@@ -47,12 +62,10 @@ export interface ResolvedDelayOptions {
   heartbeatMs: number;
   loadPageSize: number;
   maxAttempts: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  retryJitter: number;
   instanceId: string;
   allowUnknownTypes: boolean;
   shutdownTimeoutMs: number;
+  backoff: Backoff;
 }
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -79,12 +92,6 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
   const leaseMs = durationOption(options.lease, 'lease', '30s');
   if (leaseMs < 1000)
     throw new TypeError(`DelayModule option lease must be at least 1s; got ${leaseMs} ms`);
-  const jitter = options.retry?.jitter ?? 0.2;
-  if (!(jitter >= 0 && jitter <= 1)) {
-    throw new TypeError(
-      `DelayModule option retry.jitter must be between 0 and 1; got ${String(jitter)}`,
-    );
-  }
   const windowMs = durationOption(options.window, 'window', tickMs * slots);
   if (windowMs < tickMs) {
     throw new TypeError(
@@ -105,25 +112,41 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     heartbeatMs: Math.max(250, Math.floor(leaseMs / 3)),
     loadPageSize: positiveInteger(options.loadPageSize, 'loadPageSize', 5000),
     maxAttempts: positiveInteger(options.retry?.maxAttempts, 'retry.maxAttempts', 5),
-    retryBaseMs: durationOption(options.retry?.baseDelay, 'retry.baseDelay', '1s'),
-    retryMaxMs: durationOption(options.retry?.maxDelay, 'retry.maxDelay', '1h'),
-    retryJitter: jitter,
+    backoff: resolveBackoff(options.retry, DEFAULT_BACKOFF, 'DelayModule option retry'),
     instanceId: options.instanceId ?? defaultInstanceId(),
     allowUnknownTypes: options.allowUnknownTypes ?? false,
     shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
   };
 }
 
+const DEFAULT_BACKOFF: Backoff = { baseMs: 1000, maxMs: 3_600_000, jitter: 0.2 };
+
+/** A retry policy over `fallback`; `where` names it in errors ("DelayModule option retry"). */
+export function resolveBackoff(
+  retry: Omit<RetryPolicy, 'maxAttempts'> | undefined,
+  fallback: Backoff,
+  where: string,
+): Backoff {
+  const jitter = retry?.jitter ?? fallback.jitter;
+  if (!(jitter >= 0 && jitter <= 1)) {
+    throw new TypeError(`${where}.jitter must be between 0 and 1; got ${String(jitter)}`);
+  }
+  return {
+    baseMs:
+      retry?.baseDelay === undefined
+        ? fallback.baseMs
+        : parseDuration(retry.baseDelay, `${where}.baseDelay`),
+    maxMs:
+      retry?.maxDelay === undefined
+        ? fallback.maxMs
+        : parseDuration(retry.maxDelay, `${where}.maxDelay`),
+    jitter,
+  };
+}
+
 /** Exponential backoff with jitter: base × 2^(attempt−1), capped, ± jitter. */
-export function retryDelayMs(
-  options: ResolvedDelayOptions,
-  attempt: number,
-  random = Math.random,
-): number {
-  const exponential = Math.min(
-    options.retryMaxMs,
-    options.retryBaseMs * 2 ** Math.max(0, attempt - 1),
-  );
-  const spread = exponential * options.retryJitter;
+export function retryDelayMs(backoff: Backoff, attempt: number, random = Math.random): number {
+  const exponential = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
+  const spread = exponential * backoff.jitter;
   return Math.max(0, Math.round(exponential - spread + random() * 2 * spread));
 }

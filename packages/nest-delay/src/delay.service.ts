@@ -1,27 +1,38 @@
 import { Injectable } from '@nestjs/common';
-import { DelayRuntime } from './delay.runtime.js';
 import { DelayValidationError } from './errors/delay-validation.error.js';
 import { TaskNotFoundError } from './errors/task-not-found.error.js';
+import { TaskStateError } from './errors/task-state.error.js';
 import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
-import { normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
-import { parseTaskRef } from './task-ref.js';
-import { toTask, type TaskRow } from './task-row.js';
+import { DelayRuntime } from './runtime/delay.runtime.js';
+import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
+import { insertTask, insertTasks, pendingIdsByKey } from './store/schedule-statements.js';
+import {
+  cancelTask,
+  getTask,
+  rescheduleTask,
+  retryDeadTask,
+  type ActedRow,
+} from './store/task-statements.js';
+import { stateOf, toTask, type TaskRow } from './store/task-row.js';
+import { checkTaskRef } from './task-ref.js';
 import type {
+  BulkScheduleResult,
   DelayedTask,
   JsonValue,
+  RunAt,
   ScheduleRequest,
   TaskRef,
   TransactionOptions,
 } from './task.types.js';
-import type { Duration } from './duration.js';
-
-const MAX_KEY_RACE_RETRIES = 5;
 
 /**
  * Schedule work to run later, durably: `schedule({ type, payload, delay: '48h' })`.
- * Every call validates first and writes nothing when it throws. Pass
- * `{ manager }` to make the write part of your own transaction.
+ * Every call validates first and writes nothing when it throws. Every write
+ * takes `{ manager }` to be part of your own transaction. Tasks are named by
+ * `{ id }` or `{ key }`; a read of a task that does not exist returns
+ * undefined, an action on one throws TaskNotFoundError, and an action that
+ * does not fit the task's state throws TaskStateError naming the state.
  */
 @Injectable()
 export class DelayService {
@@ -30,173 +41,193 @@ export class DelayService {
     private readonly registry: HandlerRegistry,
   ) {}
 
+  /**
+   * One task. With a `key` that a pending task already holds, `ifExists`
+   * decides: `keep` (default) returns that task unchanged, `replace` moves it
+   * to this request. Either way one statement, whatever races it.
+   */
   async schedule<P = JsonValue>(
     request: ScheduleRequest<P>,
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P>> {
-    const req = this.validate(request);
+    const req = this.normalize(request);
     const { manager } = options;
-    const store = this.runtime.store;
-    for (let attempt = 0; attempt < MAX_KEY_RACE_RETRIES; attempt++) {
-      const now = new Date(this.runtime.clock.now());
-      const lockedBy = this.leaseFor(req.dueAtMs, manager !== undefined);
-      let row: TaskRow | undefined;
-      if (req.key !== null && req.ifExists === 'replace') {
-        row = await store.replaceByKey(req, lockedBy, now, manager);
-      }
-      row ??= await store.insert(req, lockedBy, now, manager);
-      if (!row && req.key !== null && req.ifExists === 'keep') {
-        const existing = await store.pendingByKey(req.key, manager);
-        if (existing) return toTask<P>(existing);
-      }
-      // No row: the pending task holding the key finished in between; go again.
-      if (!row) continue;
-      this.track(row, manager !== undefined);
-      return toTask<P>(row);
-    }
-    throw new Error(
-      `schedule: key ${JSON.stringify(req.key)} kept changing hands; gave up after ${MAX_KEY_RACE_RETRIES} tries`,
-    );
+    const nowMs = this.now();
+    const lockedBy = this.policy.leaseOnWrite(req.dueAtMs, nowMs, manager !== undefined);
+    const row = await insertTask(this.db.in(manager), req, lockedBy, new Date(nowMs));
+    this.track(row, manager !== undefined);
+    return toTask<P>(row);
   }
 
   /**
-   * Many tasks in one INSERT (for imports and bursts). A key that is already
-   * pending keeps its task and is left out of the result.
+   * Many tasks in one INSERT (imports, bursts). One result per request, in
+   * order: `scheduled` with its id, or `duplicate` with the id of the pending
+   * task that already holds its key (in the table, or earlier in this call).
    */
   async scheduleMany(
     requests: ScheduleRequest[],
     options: TransactionOptions = {},
-  ): Promise<Array<{ id: string; key: string | null; dueAt: Date }>> {
+  ): Promise<BulkScheduleResult[]> {
     if (!Array.isArray(requests)) throw new DelayValidationError('requests', 'must be an array');
-    const reqs = requests.map((r, i) => {
-      try {
-        return this.validate(r);
-      } catch (error) {
-        if (error instanceof DelayValidationError)
-          throw new DelayValidationError(
-            `requests[${i}].${error.field}`,
-            error.message.slice(error.field.length + 1),
-          );
-        throw error;
-      }
-    });
+    const reqs = requests.map((request, i) => this.normalize(request, `requests[${i}].`));
     if (reqs.length === 0) return [];
-    const nowMs = this.runtime.clock.now();
-    const lockedBy =
-      options.manager || !this.runtime.running ? null : this.runtime.options.instanceId;
-    const rows = await this.runtime.store.insertMany(
+    const { manager } = options;
+    const sql = this.db.in(manager);
+    const nowMs = this.now();
+    const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, manager !== undefined);
+    const rows = await insertTasks(
+      sql,
       reqs,
       lockedBy,
       new Date(nowMs),
-      new Date(nowMs + this.runtime.options.windowMs),
-      options.manager,
+      new Date(this.policy.horizonMs(nowMs)),
     );
-    for (const row of rows)
-      this.holdNew(Number(row.id), row.due_at.getTime(), options.manager !== undefined);
-    return rows.map((row) => ({ id: String(row.id), key: row.key, dueAt: row.due_at }));
-  }
-
-  /** Cancels a pending task by id or key; false when there was none (already ran, cancelled, unknown). */
-  async cancel(idOrKey: TaskRef, options: TransactionOptions = {}): Promise<boolean> {
-    const ref = parseTaskRef(idOrKey);
-    const row = await this.runtime.store.cancel(
-      ref,
-      new Date(this.runtime.clock.now()),
-      options.manager,
-    );
-    // Inside a caller's transaction the cancel may roll back: leave the wheel
-    // alone, the claim will find the task cancelled (or not) when it fires.
-    if (row && !options.manager) this.runtime.release(Number(row.id));
-    return row !== undefined;
-  }
-
-  /** Moves a pending task to a new time. Throws TaskNotFoundError when no pending task matches. */
-  async reschedule(
-    idOrKey: TaskRef,
-    when: { delay: Duration } | { runAt: Date | string | number },
-    options: TransactionOptions = {},
-  ): Promise<DelayedTask> {
-    const ref = parseTaskRef(idOrKey);
-    const nowMs = this.runtime.clock.now();
-    const { dueAtMs } = normalizeScheduleRequest({ type: 'reschedule', ...when }, nowMs, {
-      maxAttempts: 1,
+    const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
+    const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
+    const holders = missingKeys.length > 0 ? await pendingIdsByKey(sql, missingKeys) : [];
+    const holderOf = new Map(holders.map((row) => [row.key, row.id]));
+    for (const row of rows) {
+      const held = row.locked_by !== null && this.policy.holds(row.locked_by);
+      if (manager && this.policy.isRunning)
+        this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
+      else if (held) this.wheel.hold(row.id, row.due_at.getTime());
+    }
+    return reqs.map((req, i): BulkScheduleResult => {
+      const row = byPosition.get(i);
+      if (row) return { status: 'scheduled', id: row.id, key: row.key, dueAt: row.due_at };
+      const key = req.key as string;
+      // Its key's holder is in the table, or (same call) an earlier request's new row.
+      const id = holderOf.get(key) ?? rows.find((r) => r.key === key)?.id;
+      if (id === undefined)
+        throw new Error(`scheduleMany: no pending task holds key ${JSON.stringify(key)}`);
+      return { status: 'duplicate', id, key };
     });
-    const lockedBy = this.leaseFor(dueAtMs, options.manager !== undefined);
-    const row = await this.runtime.store.reschedule(
-      ref,
-      new Date(dueAtMs),
-      new Date(nowMs),
-      lockedBy,
-      options.manager,
-    );
-    if (!row) throw new TaskNotFoundError(idOrKey);
-    this.track(row, options.manager !== undefined);
-    return toTask(row);
   }
 
   /** The task with this id, or the pending (else latest) task with this key; undefined if none. */
   async get<P = JsonValue>(
-    idOrKey: TaskRef,
+    ref: TaskRef,
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P> | undefined> {
-    const row = await this.runtime.store.get(parseTaskRef(idOrKey), options.manager);
+    const row = await getTask(this.db.in(options.manager), checkTaskRef(ref));
     return row ? toTask<P>(row) : undefined;
   }
 
-  /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
-  async retry(idOrKey: TaskRef): Promise<DelayedTask> {
-    const ref = parseTaskRef(idOrKey);
-    const row = await this.runtime.store.retryDead(
-      ref,
-      new Date(this.runtime.clock.now()),
-      this.runtime.running ? this.runtime.options.instanceId : null,
+  /** Cancels a pending task; returns it cancelled. */
+  async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    const checked = checkTaskRef(ref);
+    const row = await cancelTask(this.db.in(options.manager), checked, new Date(this.now()));
+    const task = this.acted(checked, row, 'cancel');
+    // Inside a caller's transaction the cancel may roll back: leave the wheel
+    // alone, the claim will find the task cancelled (or not) when it fires.
+    if (!options.manager) this.wheel.release(task.id);
+    return task;
+  }
+
+  /** Moves a pending task to a new time; returns it moved. */
+  async reschedule(
+    ref: TaskRef,
+    when: RunAt,
+    options: TransactionOptions = {},
+  ): Promise<DelayedTask> {
+    const checked = checkTaskRef(ref);
+    const nowMs = this.now();
+    const dueAtMs = dueAtOf(when ?? {}, nowMs);
+    const lockedBy = this.policy.leaseOnWrite(dueAtMs, nowMs, options.manager !== undefined);
+    const row = await rescheduleTask(
+      this.db.in(options.manager),
+      checked,
+      new Date(dueAtMs),
+      lockedBy,
+      new Date(nowMs),
     );
-    if (!row) throw new TaskNotFoundError(idOrKey);
-    this.track(row, false);
-    return toTask(row);
+    const task = this.acted(checked, row, 'reschedule');
+    this.track(row as TaskRow, options.manager !== undefined);
+    return task;
   }
 
-  /** Resolves when every task due by the clock's current time has run (see DelayRuntime.drain). */
-  drain(timeoutMs?: number): Promise<void> {
-    return this.runtime.drain(timeoutMs);
+  /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
+  async retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    const checked = checkTaskRef(ref);
+    const nowMs = this.now();
+    const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, options.manager !== undefined);
+    const row = await retryDeadTask(
+      this.db.in(options.manager),
+      checked,
+      lockedBy,
+      new Date(nowMs),
+    );
+    const task = this.acted(checked, row, 'retry');
+    this.track(row as TaskRow, options.manager !== undefined);
+    return task;
   }
 
-  /** Counters of this instance: executed, failed, dead-lettered, held in the wheel, queued. */
+  /** This instance's counters (executed, failed, dead-lettered, snoozed, by type) and what it holds. */
   stats() {
-    return this.runtime.stats;
+    const { executor, wheel, backlog } = this.runtime;
+    return {
+      ...executor.stats.snapshot(),
+      held: wheel.size,
+      queued: executor.queuedCount,
+      drainingBacklog: backlog.busy,
+    };
   }
 
-  private validate(request: ScheduleRequest<unknown>): NormalizedRequest {
-    const req = normalizeScheduleRequest(request, this.runtime.clock.now(), {
-      maxAttempts: this.runtime.options.maxAttempts,
-    });
-    if (!this.runtime.options.allowUnknownTypes && !this.registry.has(req.type)) {
-      throw new UnknownTaskTypeError(req.type, this.registry.types());
+  private get db() {
+    return this.runtime.ctx.db;
+  }
+
+  private get policy() {
+    return this.runtime.ctx.policy;
+  }
+
+  private get wheel() {
+    return this.runtime.wheel;
+  }
+
+  private now(): number {
+    return this.runtime.ctx.clock.now();
+  }
+
+  private normalize(request: ScheduleRequest<unknown>, prefix = ''): NormalizedRequest {
+    try {
+      const req = normalizeScheduleRequest(request, this.now(), (type) =>
+        this.registry.maxAttemptsOf(type),
+      );
+      if (!this.runtime.ctx.options.allowUnknownTypes && !this.registry.has(req.type)) {
+        throw new UnknownTaskTypeError(req.type, this.registry.types());
+      }
+      return req;
+    } catch (error) {
+      if (prefix && error instanceof DelayValidationError) {
+        throw new DelayValidationError(
+          prefix + error.field,
+          error.message.slice(error.field.length + 1),
+        );
+      }
+      throw error;
     }
-    return req;
   }
 
-  /**
-   * Written outside a caller's transaction, a task due within the window is
-   * leased to this instance right away. Inside one it stays unleased, so that
-   * if it commits after it falls due the loader still finds it.
-   */
-  private leaseFor(dueAtMs: number, inCallerTransaction: boolean): string | null {
-    // Before start or while shutting down this instance's wheel will not run
-    // the task: leave it unleased, for the loader of whichever instance runs.
-    if (inCallerTransaction || !this.runtime.running) return null;
-    return dueAtMs < this.runtime.clock.now() + this.runtime.options.windowMs
-      ? this.runtime.options.instanceId
-      : null;
+  private acted(
+    ref: TaskRef,
+    row: ActedRow | undefined,
+    action: 'cancel' | 'reschedule' | 'retry',
+  ) {
+    if (!row) throw new TaskNotFoundError(ref);
+    if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
+    return toTask<JsonValue>(row);
   }
 
+  /** Keeps the wheel in step with a row just written: held if leased here, let go if not pending. */
   private track(row: TaskRow, inCallerTransaction: boolean): void {
-    if (row.executed_at || row.cancelled_at || row.dead_at) return;
-    this.holdNew(Number(row.id), row.due_at.getTime(), inCallerTransaction);
-  }
-
-  private holdNew(id: number, dueAtMs: number, inCallerTransaction: boolean): void {
-    if (inCallerTransaction) this.runtime.holdAtLeastAsEarly(id, dueAtMs);
-    else this.runtime.hold(id, dueAtMs);
+    if (stateOf(row) !== 'pending') return;
+    const dueAtMs = row.due_at.getTime();
+    if (inCallerTransaction) {
+      // Unleased until it commits; fire early if due soon, the claim sorts it out.
+      if (this.policy.isRunning && this.policy.isWithinWindow(dueAtMs, this.now()))
+        this.wheel.holdNoLaterThan(row.id, dueAtMs);
+    } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, dueAtMs);
+    else this.wheel.release(row.id);
   }
 }

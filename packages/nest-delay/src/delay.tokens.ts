@@ -1,2 +1,5 @@
-/** The TypeORM DataSource the module writes delayed_task through (aliased in DelayModule). */
+/** The TypeORM DataSource the module works through (picked by the `dataSource` extra). */
 export const DELAY_DATA_SOURCE = Symbol('DELAY_DATA_SOURCE');
+
+/** The module's options resolved once, with every default filled in. */
+export const DELAY_OPTIONS = Symbol('DELAY_OPTIONS');

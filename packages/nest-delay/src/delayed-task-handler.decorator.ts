@@ -1,10 +1,19 @@
 import { SetMetadata } from '@nestjs/common';
 import { DELAYED_TASK_HANDLER } from './delay.constants.js';
+import type { HandlerOptions } from './delay.options.js';
+
+/** What the decorator leaves on the method for the explorer. */
+export interface HandlerMetadata {
+  type: string;
+  options: HandlerOptions;
+}
 
 /**
  * Marks a provider method as the handler of one task type. The method gets
- * `(payload, { task, manager })` and should write through `manager` so its
- * effect commits together with the task's `executed_at`.
+ * `(payload, { task, manager, attempt, instanceId })` and should write
+ * through `manager`, so its effect commits together with the task's
+ * `executed_at`. It may return a `TaskOutcome` (discard, snooze); throwing
+ * fails the attempt, to be retried with backoff. Options are checked at boot.
  */
-export const DelayedTaskHandler = (type: string): MethodDecorator =>
-  SetMetadata(DELAYED_TASK_HANDLER, type);
+export const DelayedTaskHandler = (type: string, options: HandlerOptions = {}): MethodDecorator =>
+  SetMetadata<string, HandlerMetadata>(DELAYED_TASK_HANDLER, { type, options });

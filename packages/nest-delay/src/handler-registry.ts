@@ -1,26 +1,70 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  resolveBackoff,
+  type Backoff,
+  type HandlerOptions,
+  type ResolvedDelayOptions,
+} from './delay.options.js';
+import { DELAY_OPTIONS } from './delay.tokens.js';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
-import type { TaskHandlerFn } from './task.types.js';
+import type { TaskOutcome } from './task-outcome.js';
+import type { TaskContext } from './task.types.js';
 
-interface RegisteredHandler {
+export type TaskHandlerFn = (
+  payload: any,
+  context: TaskContext<any>,
+) => TaskOutcome | void | Promise<TaskOutcome | void> | unknown;
+
+/** A handler with its options resolved over the module's. */
+export interface RegisteredHandler {
   fn: TaskHandlerFn;
-  /** `Class.method`, for error messages. */
+  /** `Class.method`, for messages. */
   name: string;
+  maxAttempts: number;
+  backoff: Backoff;
 }
 
 /** Task type → the one function that runs it. Filled at boot by the explorer. */
 @Injectable()
 export class HandlerRegistry {
   private readonly handlers = new Map<string, RegisteredHandler>();
+  private readonly defaults: { maxAttempts: number; backoff: Backoff };
 
-  register(type: string, fn: TaskHandlerFn, name: string): void {
-    const existing = this.handlers.get(type);
-    if (existing) throw new DuplicateHandlerError(type, existing.name, name);
-    this.handlers.set(type, { fn, name });
+  constructor(@Inject(DELAY_OPTIONS) options: ResolvedDelayOptions) {
+    this.defaults = { maxAttempts: options.maxAttempts, backoff: options.backoff };
   }
 
-  get(type: string): TaskHandlerFn | undefined {
-    return this.handlers.get(type)?.fn;
+  register(type: string, fn: TaskHandlerFn, name: string, options: HandlerOptions = {}): void {
+    if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
+      throw new TypeError(
+        `@DelayedTaskHandler on ${name}: type must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
+      );
+    }
+    const existing = this.handlers.get(type);
+    if (existing) throw new DuplicateHandlerError(type, existing.name, name);
+    const where = `@DelayedTaskHandler('${type}') on ${name}: option`;
+    const maxAttempts = options.maxAttempts ?? this.defaults.maxAttempts;
+    if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
+      throw new TypeError(
+        `${where} maxAttempts must be an integer from 1 to 1000; got ${String(maxAttempts)}`,
+      );
+    }
+    const backoff = resolveBackoff(options.retry, this.defaults.backoff, `${where} retry`);
+    this.handlers.set(type, { fn, name, maxAttempts, backoff });
+  }
+
+  get(type: string): RegisteredHandler | undefined {
+    return this.handlers.get(type);
+  }
+
+  /** maxAttempts for a new task of this type: its handler's, else the module's. */
+  maxAttemptsOf(type: string): number {
+    return this.handlers.get(type)?.maxAttempts ?? this.defaults.maxAttempts;
+  }
+
+  /** Backoff for a failed task of this type: its handler's, else the module's. */
+  backoffOf(type: string): Backoff {
+    return this.handlers.get(type)?.backoff ?? this.defaults.backoff;
   }
 
   has(type: string): boolean {

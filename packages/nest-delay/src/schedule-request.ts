@@ -1,4 +1,4 @@
-import { tryParseDuration } from './duration.js';
+import { tryParseDuration, type Duration } from './duration.js';
 import { DelayValidationError } from './errors/delay-validation.error.js';
 import type { ScheduleRequest } from './task.types.js';
 
@@ -42,14 +42,15 @@ function assertJson(value: unknown, path: string, depth = 0): void {
   throw new DelayValidationError(path, `must be JSON; a ${typeof value} is not`);
 }
 
-function dueAt(request: ScheduleRequest<unknown>, nowMs: number): number {
+/** When a request (or a reschedule's `{ delay }` / `{ runAt }`) is due, in epoch ms. */
+export function dueAtOf(request: { delay?: unknown; runAt?: unknown }, nowMs: number): number {
   const hasDelay = request.delay !== undefined;
   const hasRunAt = request.runAt !== undefined;
   if (hasDelay === hasRunAt) {
     throw new DelayValidationError('delay', 'or runAt is required, and only one of them');
   }
   if (hasDelay) {
-    const ms = tryParseDuration(request.delay as number | string);
+    const ms = tryParseDuration(request.delay as Duration);
     if (ms === undefined) {
       throw new DelayValidationError(
         'delay',
@@ -89,25 +90,23 @@ function dueAt(request: ScheduleRequest<unknown>, nowMs: number): number {
 export function normalizeScheduleRequest(
   request: ScheduleRequest<unknown>,
   nowMs: number,
-  defaults: { maxAttempts: number },
+  /** maxAttempts when the request has none: its handler's, else the module's. */
+  defaultMaxAttempts: (type: string) => number,
 ): NormalizedRequest {
   if (request === null || typeof request !== 'object') {
     throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
   }
-  const { type, key, ifExists = 'keep', maxAttempts = defaults.maxAttempts } = request;
+  const { type, key, ifExists = 'keep' } = request;
   if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
     throw new DelayValidationError(
       'type',
       `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
     );
   }
-  if (
-    key !== undefined &&
-    (typeof key !== 'string' || key.length < 1 || key.length > 500 || /^\d+$/.test(key))
-  ) {
+  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 500)) {
     throw new DelayValidationError(
       'key',
-      `must be a string of 1 to 500 characters that is not all digits; got ${JSON.stringify(key)}`,
+      `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
     );
   }
   if (ifExists !== 'keep' && ifExists !== 'replace') {
@@ -116,6 +115,7 @@ export function normalizeScheduleRequest(
       `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`,
     );
   }
+  const maxAttempts = request.maxAttempts ?? defaultMaxAttempts(type);
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
     throw new DelayValidationError(
       'maxAttempts',
@@ -128,7 +128,7 @@ export function normalizeScheduleRequest(
     type,
     key: key ?? null,
     payloadJson: JSON.stringify(payload),
-    dueAtMs: dueAt(request, nowMs),
+    dueAtMs: dueAtOf(request, nowMs),
     maxAttempts,
     ifExists,
   };

@@ -1,32 +1,40 @@
 import { DelayValidationError } from './errors/delay-validation.error.js';
-import type { TaskRef } from './task.types.js';
+import type { TaskId, TaskRef } from './task.types.js';
 
-/** A ref is an id when it is a positive integer (or its digits), otherwise a business key. */
-export interface ParsedRef {
-  id: string | null;
-  key: string | null;
-}
+/** Largest bigserial: ids are compared as digits, never through a float. */
+const MAX_ID = 9223372036854775807n;
 
-export function parseTaskRef(ref: TaskRef): ParsedRef {
-  if (typeof ref === 'number') {
-    if (!Number.isSafeInteger(ref) || ref < 1) {
-      throw new DelayValidationError(
-        'idOrKey',
-        `must be a positive integer id or a key; got ${String(ref)}`,
-      );
-    }
-    return { id: String(ref), key: null };
+/** `{ id }` or `{ key }`, checked; throws DelayValidationError naming the field. */
+export function checkTaskRef(ref: TaskRef): TaskRef {
+  if (ref === null || typeof ref !== 'object') {
+    throw new DelayValidationError('ref', `must be { id } or { key }; got ${JSON.stringify(ref)}`);
   }
-  if (typeof ref !== 'string' || ref.length === 0 || ref.length > 500) {
+  const hasId = 'id' in ref && ref.id !== undefined;
+  const hasKey = 'key' in ref && ref.key !== undefined;
+  if (hasId === hasKey) {
     throw new DelayValidationError(
-      'idOrKey',
-      `must be a task id or a key of 1 to 500 characters; got ${JSON.stringify(ref)}`,
+      'ref',
+      `must have exactly one of id and key; got ${JSON.stringify(ref)}`,
     );
   }
-  if (/^\d+$/.test(ref)) {
-    if (ref.length > 18)
-      throw new DelayValidationError('idOrKey', `is not a valid task id: ${ref}`);
-    return { id: ref, key: null };
+  if (hasId) return { id: checkTaskId((ref as { id: TaskId }).id) };
+  const key = (ref as { key: unknown }).key;
+  if (typeof key !== 'string' || key.length < 1 || key.length > 500) {
+    throw new DelayValidationError(
+      'ref.key',
+      `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
+    );
   }
-  return { id: null, key: ref };
+  return { key };
+}
+
+/** A task id as the database writes it: decimal digits of a positive bigint. */
+export function checkTaskId(id: unknown): TaskId {
+  if (typeof id !== 'string' || !/^[1-9]\d{0,18}$/.test(id) || BigInt(id) > MAX_ID) {
+    throw new DelayValidationError(
+      'ref.id',
+      `must be a task id (a positive integer as a string, as the API returns it); got ${JSON.stringify(id)}`,
+    );
+  }
+  return id;
 }

@@ -5,12 +5,21 @@ import type { Duration } from './duration.js';
 export type JsonValue =
   null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
+/**
+ * A task's id: the bigserial as its decimal digits, from the database to the
+ * wheel and back, so it never passes through a float that could round it.
+ */
+export type TaskId = string;
+
+/** Names one task: by id, or by business key (the pending task holding it, else its latest). */
+export type TaskRef = { id: TaskId } | { key: string };
+
+/** `pending` until it runs (`executed`), is cancelled, or is dead-lettered (`dead`). */
 export type TaskState = 'pending' | 'executed' | 'cancelled' | 'dead';
 
 /** A row of `delayed_task`, as the API returns it. */
 export interface DelayedTask<P = JsonValue> {
-  /** bigserial, as a string so it never loses precision. */
-  id: string;
+  id: TaskId;
   type: string;
   key: string | null;
   payload: P;
@@ -22,6 +31,7 @@ export interface DelayedTask<P = JsonValue> {
   attempts: number;
   maxAttempts: number;
   lastError: string | null;
+  /** The instance whose wheel holds it, or null. */
   lockedBy: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -34,28 +44,35 @@ export interface ScheduleRequest<P = JsonValue> {
   /** How long from now: milliseconds or `'30m'`, `'48h'`... Give this or `runAt`. */
   delay?: Duration;
   runAt?: Date | string | number;
-  /** A business key such as `order:42:auto-review`; one pending task per key. */
+  /** A business key such as `order:42:auto-review`; at most one pending task per key. */
   key?: string;
-  /** With a key that is already pending: keep that task (default) or move it to this one. */
+  /** With a key that is already pending: keep that task (default) or move it to this request. */
   ifExists?: 'keep' | 'replace';
+  /** Default: the handler's `maxAttempts`, else the module's `retry.maxAttempts`. */
   maxAttempts?: number;
 }
 
+/** One result per request of `scheduleMany`, in the order of the requests. */
+export type BulkScheduleResult =
+  | { status: 'scheduled'; id: TaskId; key: string | null; dueAt: Date }
+  /** Its key was already pending (or earlier in the same call): the task holding it. */
+  | { status: 'duplicate'; id: TaskId; key: string };
+
 export interface TransactionOptions {
-  /** Write in the caller's transaction: the task exists only if it commits. */
+  /** Write in the caller's transaction: the change exists only if it commits. */
   manager?: EntityManager;
 }
+
+/** When to run a task again: in a duration from now, or at a time. */
+export type RunAt = { delay: Duration } | { runAt: Date | string | number };
 
 /** What a handler receives besides the payload. */
 export interface TaskContext<P = JsonValue> {
   task: DelayedTask<P>;
   /** The claim transaction: writes through it commit together with executed_at, or not at all. */
   manager: EntityManager;
+  /** This attempt's number, from 1. */
+  attempt: number;
   /** The instance running it (DelayModule option instanceId). */
   instanceId: string;
 }
-
-export type TaskHandlerFn<P = any> = (payload: P, context: TaskContext<P>) => unknown;
-
-/** A task id (number or digit string) or a business key. */
-export type TaskRef = string | number;

@@ -1,4 +1,3 @@
 export { CLOCK } from './clock.js';
 export type { Clock, TimerHandle } from './clock.js';
 export { SystemClock } from './system-clock.js';
-export { ManualClock } from './manual-clock.js';

@@ -1,8 +1,10 @@
-import { taskNotFound } from '../delay.messages.js';
+import { describeRef, taskNotFound } from '../delay.messages.js';
+import type { TaskRef } from '../task.types.js';
 
+/** No task has that id, or ever had that key. */
 export class TaskNotFoundError extends Error {
-  constructor(readonly ref: string | number) {
-    super(taskNotFound(ref));
+  constructor(readonly ref: TaskRef) {
+    super(taskNotFound(describeRef(ref)));
     this.name = 'TaskNotFoundError';
   }
 }

@@ -1,9 +1,12 @@
 import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
+import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedAt.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
  * `migrations` (before or among your own); each is a plain TypeORM migration,
  * recorded in your migrations table under its class name, so upgrading the
- * package and running your migrations moves the schema forward.
+ * package and running your migrations moves the schema forward. The first
+ * keeps the name it had when it lived in the app, so a database created
+ * before the package existed upgrades in place.
  */
-export const delayMigrations = [CreateDelayedTask1763800000000];
+export const delayMigrations = [CreateDelayedTask1763800000000, DelayDropLockedAt1763900000000];

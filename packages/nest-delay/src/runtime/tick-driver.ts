@@ -1,5 +1,5 @@
-import type { Clock, TimerHandle } from './clock/index.js';
-import type { DueEntry, TimingWheel } from './wheel/index.js';
+import type { Clock, TimerHandle } from '../clock/index.js';
+import type { DueEntry, TimingWheel } from '../wheel/index.js';
 
 export interface TickDriverOptions<V> {
   wheel: TimingWheel<V>;

@@ -1,4 +1,4 @@
-import { ManualClock } from './index.js';
+import { ManualClock } from './manual-clock.js';
 
 describe('ManualClock', () => {
   it('starts at 2026-01-01 unless told otherwise', () => {

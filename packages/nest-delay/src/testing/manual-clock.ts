@@ -1,4 +1,4 @@
-import { assertTimerDeadline, type Clock, type TimerHandle } from './clock.js';
+import { assertTimerDeadline, type Clock, type TimerHandle } from '../clock/clock.js';
 
 interface ManualTimer {
   atMs: number;

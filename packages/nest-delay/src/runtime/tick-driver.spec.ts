@@ -1,6 +1,7 @@
-import { ManualClock, SystemClock, type Clock, type TimerHandle } from './clock/index.js';
+import { SystemClock, type Clock, type TimerHandle } from '../clock/index.js';
+import { ManualClock } from '../testing/manual-clock.js';
 import { TickDriver } from './tick-driver.js';
-import { TimingWheel, type DueEntry, type EntryId } from './wheel/index.js';
+import { TimingWheel, type DueEntry, type EntryId } from '../wheel/index.js';
 
 const SECOND = 1_000;
 

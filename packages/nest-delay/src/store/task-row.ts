@@ -1,8 +1,8 @@
-import type { DelayedTask, TaskState } from './task.types.js';
+import type { DelayedTask, TaskId, TaskState } from '../task.types.js';
 
-/** A `delayed_task` row as `pg` returns it (bigint as string, jsonb parsed). */
+/** A `delayed_task` row as `pg` returns it: bigint as a decimal string, jsonb parsed. */
 export interface TaskRow {
-  id: string;
+  id: TaskId;
   type: string;
   key: string | null;
   payload: unknown;
@@ -18,7 +18,14 @@ export interface TaskRow {
   updated_at: Date;
 }
 
-function stateOf(row: TaskRow): TaskState {
+/** Just what the wheel needs to hold a task. */
+export interface DueRow {
+  id: TaskId;
+  due_at: Date;
+}
+
+/** The one reading of the state columns; `PENDING` in ./pending.ts is its SQL twin. */
+export function stateOf(row: TaskRow): TaskState {
   if (row.executed_at) return 'executed';
   if (row.cancelled_at) return 'cancelled';
   if (row.dead_at) return 'dead';
@@ -27,7 +34,7 @@ function stateOf(row: TaskRow): TaskState {
 
 export function toTask<P>(row: TaskRow): DelayedTask<P> {
   return {
-    id: String(row.id),
+    id: row.id,
     type: row.type,
     key: row.key,
     payload: row.payload as P,

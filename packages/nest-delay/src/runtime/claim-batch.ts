@@ -1,0 +1,252 @@
+import { retryDelayMs } from '../delay.options.js';
+import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { claimTasks, deadLetter, retryLater, snoozeTask } from '../store/claim-statements.js';
+import type { ClaimConnection } from '../store/sql.js';
+import { toTask, type TaskRow } from '../store/task-row.js';
+import { TaskOutcome } from '../task-outcome.js';
+import type { TaskId } from '../task.types.js';
+import type { DelayContext } from './delay-context.js';
+
+/** What became of one claimed task. `held`: due again within the window, so this wheel keeps it. */
+export type Outcome =
+  | { kind: 'executed'; id: TaskId; type: string }
+  | { kind: 'dead'; id: TaskId; type: string }
+  | { kind: 'retry' | 'snooze'; id: TaskId; type: string; dueAtMs: number; held: boolean };
+
+export interface BatchResult {
+  claimedIds: Set<TaskId>;
+  outcomes: Outcome[];
+  /** The optimistic pass failed and the batch ran again, fenced task by task. */
+  rerun: boolean;
+}
+
+const REDO = Symbol('redo');
+const SAVEPOINT = 'delayed_task';
+
+/**
+ * One claim transaction: claims the due tasks among `ids`, runs their handlers
+ * with the transaction's EntityManager, and commits claims and effects together.
+ *
+ * It first runs the batch optimistically, with no savepoints (one round trip
+ * per task, as a cron job's batch would). If any handler fails, everything is
+ * rolled back and the batch runs again with a savepoint per task, so that the
+ * failing task is undone alone and the others commit. Database effects stay
+ * exactly-once either way; a handler's effects outside the database may run
+ * twice, which their at-least-once contract already allows.
+ */
+export class ClaimBatch {
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly registry: HandlerRegistry,
+  ) {}
+
+  async run(connection: ClaimConnection, ids: TaskId[], nowMs: number): Promise<BatchResult> {
+    if (ids.length > 1) {
+      const result = await this.transaction(connection, ids, nowMs, false);
+      if (result !== REDO) return result;
+    }
+    const result = await this.transaction(connection, ids, nowMs, true);
+    if (result === REDO) throw new Error('a fenced batch cannot be redone');
+    return { ...result, rerun: ids.length > 1 };
+  }
+
+  private async transaction(
+    connection: ClaimConnection,
+    ids: TaskId[],
+    nowMs: number,
+    fenced: boolean,
+  ): Promise<BatchResult | typeof REDO> {
+    const { runner, sql } = connection;
+    await runner.startTransaction();
+    try {
+      const claimed = (await claimTasks(sql, ids, new Date(nowMs))).sort(
+        (a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id),
+      );
+      const outcomes = fenced
+        ? await this.runFenced(connection, claimed, nowMs)
+        : await this.runOptimistic(connection, claimed, nowMs);
+      if (outcomes === REDO) {
+        await runner.rollbackTransaction();
+        return REDO;
+      }
+      await runner.commitTransaction();
+      return { claimedIds: new Set(claimed.map((row) => row.id)), outcomes, rerun: false };
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async runOptimistic(
+    connection: ClaimConnection,
+    claimed: TaskRow[],
+    nowMs: number,
+  ): Promise<Outcome[] | typeof REDO> {
+    const outcomes: Outcome[] = [];
+    for (const row of claimed) {
+      let returned: unknown;
+      try {
+        returned = await this.invoke(connection, row);
+      } catch {
+        return REDO;
+      }
+      outcomes.push(await this.settle(connection, row, returned, nowMs));
+    }
+    // A handler may have swallowed a database error; COMMIT would then quietly
+    // roll everything back. A statement that fails on an aborted transaction tells.
+    try {
+      await connection.sql.rows('SELECT 1', []);
+    } catch {
+      return REDO;
+    }
+    return outcomes;
+  }
+
+  private async runFenced(
+    connection: ClaimConnection,
+    claimed: TaskRow[],
+    nowMs: number,
+  ): Promise<Outcome[]> {
+    const outcomes: Outcome[] = [];
+    for (const [index, row] of claimed.entries()) {
+      // One round trip per fence: the previous task's savepoint is released
+      // and this one's taken in one simple-protocol query.
+      if (index === 0) await connection.sql.rows(`SAVEPOINT ${SAVEPOINT}`, []);
+      else
+        await this.fence(
+          connection,
+          claimed[index - 1],
+          outcomes,
+          nowMs,
+          `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
+        );
+      outcomes.push(await this.runOne(connection, row, nowMs));
+    }
+    // A separate release for the last task: COMMIT on a transaction that a
+    // handler left aborted would quietly roll back the whole batch.
+    if (claimed.length > 0) {
+      await this.fence(
+        connection,
+        claimed[claimed.length - 1],
+        outcomes,
+        nowMs,
+        `RELEASE SAVEPOINT ${SAVEPOINT}`,
+      );
+    }
+    return outcomes;
+  }
+
+  /**
+   * Closes the previous task's savepoint. If that fails, its handler returned
+   * normally but left the transaction aborted (it swallowed a database error):
+   * undo its writes and count it as failed, so the other tasks still commit.
+   */
+  private async fence(
+    connection: ClaimConnection,
+    previous: TaskRow,
+    outcomes: Outcome[],
+    nowMs: number,
+    statement: string,
+  ) {
+    try {
+      await connection.sql.rows(statement, []);
+    } catch (error) {
+      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      const failure = new Error(
+        `handler returned but left its transaction aborted (${errorText(error)})`,
+      );
+      outcomes[outcomes.length - 1] = await this.fail(connection, previous, failure, nowMs);
+      await connection.sql.rows(statement, []);
+    }
+  }
+
+  /** One task, after its savepoint was taken. */
+  private async runOne(connection: ClaimConnection, row: TaskRow, nowMs: number): Promise<Outcome> {
+    let returned: unknown;
+    try {
+      returned = await this.invoke(connection, row);
+    } catch (error) {
+      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      return this.fail(connection, row, error, nowMs);
+    }
+    return this.settle(connection, row, returned, nowMs);
+  }
+
+  /** Runs the handler; a task whose type has no handler here resolves to a discard. */
+  private async invoke(connection: ClaimConnection, row: TaskRow): Promise<unknown> {
+    const handler = this.registry.get(row.type);
+    if (!handler) return TaskOutcome.discard(noHandlerAtRun(row.type));
+    return handler.fn(row.payload, {
+      task: toTask(row),
+      manager: connection.runner.manager,
+      attempt: row.attempts,
+      instanceId: this.ctx.options.instanceId,
+    });
+  }
+
+  /** After the handler returned: executed as claimed, or what its TaskOutcome asks. */
+  private async settle(
+    connection: ClaimConnection,
+    row: TaskRow,
+    returned: unknown,
+    nowMs: number,
+  ): Promise<Outcome> {
+    if (!(returned instanceof TaskOutcome)) return { kind: 'executed', id: row.id, type: row.type };
+    const now = new Date(nowMs);
+    if (returned.kind === 'discard') {
+      const reason = returned.reason ?? 'discarded';
+      await deadLetter(connection.sql, row.id, reason, now);
+      this.ctx.logger.error(`Task ${row.id} (${row.type}) dead-lettered at once: ${reason}`);
+      return { kind: 'dead', id: row.id, type: row.type };
+    }
+    const dueAtMs = nowMs + returned.snoozeMs;
+    const held = this.ctx.policy.isWithinWindow(dueAtMs, nowMs);
+    await snoozeTask(
+      connection.sql,
+      row.id,
+      new Date(dueAtMs),
+      held ? this.ctx.options.instanceId : null,
+      now,
+    );
+    return { kind: 'snooze', id: row.id, type: row.type, dueAtMs, held };
+  }
+
+  /** Inside the savepoint, after its rollback: retry later with backoff, or dead-letter. */
+  private async fail(
+    connection: ClaimConnection,
+    row: TaskRow,
+    error: unknown,
+    nowMs: number,
+  ): Promise<Outcome> {
+    const now = new Date(nowMs);
+    const message = errorText(error);
+    if (row.attempts >= row.max_attempts) {
+      await deadLetter(connection.sql, row.id, message, now);
+      this.ctx.logger.error(
+        `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
+      );
+      return { kind: 'dead', id: row.id, type: row.type };
+    }
+    const dueAtMs = nowMs + retryDelayMs(this.registry.backoffOf(row.type), row.attempts);
+    // A retry beyond the window is left for whichever instance loads it then.
+    const held = this.ctx.policy.isWithinWindow(dueAtMs, nowMs);
+    await retryLater(
+      connection.sql,
+      row.id,
+      message,
+      new Date(dueAtMs),
+      held ? this.ctx.options.instanceId : null,
+      now,
+    );
+    this.ctx.logger.warn(
+      `Task ${row.id} (${row.type}) failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(dueAtMs).toISOString()}: ${message}`,
+    );
+    return { kind: 'retry', id: row.id, type: row.type, dueAtMs, held };
+  }
+}
+
+/** Ids are decimal digits of bigints: a shorter one is smaller. */
+function compareIds(a: TaskId, b: TaskId): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,0 +1,26 @@
+import type { Logger } from '@nestjs/common';
+import type { Clock } from '../clock/index.js';
+import type { ResolvedDelayOptions } from '../delay.options.js';
+import type { Database } from '../store/sql.js';
+import type { WindowPolicy } from './window-policy.js';
+
+/** What every lifecycle service of the runtime shares, instead of long constructor lists. */
+export interface DelayContext {
+  readonly clock: Clock;
+  readonly options: ResolvedDelayOptions;
+  /** Claim transactions at once: the option, or one less than the pool (1..10). */
+  readonly concurrency: number;
+  readonly logger: Logger;
+  readonly db: Database;
+  readonly policy: WindowPolicy;
+}
+
+/**
+ * The one shape of the runtime's services (River's startstop): `start()`
+ * resolves once the service does its job, `stop()` once it has stopped and
+ * left nothing running; both are safe to call once each, in that order.
+ */
+export interface LifecycleService {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,163 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { CLOCK, SystemClock, type Clock } from '../clock/index.js';
+import { errorText } from '../delay.messages.js';
+import type { ResolvedDelayOptions } from '../delay.options.js';
+import { DELAY_DATA_SOURCE, DELAY_OPTIONS } from '../delay.tokens.js';
+import { HandlerRegistry } from '../handler-registry.js';
+import { databaseNow } from '../store/lease-statements.js';
+import { Database } from '../store/sql.js';
+import { BacklogDrainer } from './backlog-drainer.js';
+import type { DelayContext } from './delay-context.js';
+import { Executor } from './executor.js';
+import { InstanceLease } from './instance-lease.js';
+import { TaskWheel } from './task-wheel.js';
+import { WindowLoader } from './window-loader.js';
+import { WindowPolicy } from './window-policy.js';
+
+/**
+ * The services behind DelayService, started at application bootstrap (after
+ * every handler was discovered) and stopped before TypeORM closes its pool:
+ *
+ * - `lease`    this instance's heartbeat, takeover of dead instances
+ * - `backlog`  runs overdue tasks nobody holds, straight from the table
+ * - `loader`   leases the tasks due within the window into the wheel
+ * - `wheel`    fires each held task at its due time
+ * - `executor` claims fired tasks in batches and runs their handlers
+ *
+ * Each has the same start/stop and shares one context; dependencies point
+ * one way (lease → backlog, loader → backlog → executor → wheel), and the
+ * wheel hands what it fires to the executor's queue.
+ */
+@Injectable()
+export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  readonly ctx: DelayContext;
+  readonly wheel: TaskWheel;
+  readonly executor: Executor;
+  readonly backlog: BacklogDrainer;
+  readonly loader: WindowLoader;
+  readonly lease: InstanceLease;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+
+  constructor(
+    @Inject(DELAY_OPTIONS) options: ResolvedDelayOptions,
+    @Inject(DELAY_DATA_SOURCE) dataSource: DataSource,
+    @Inject(CLOCK) clock: Clock | undefined,
+    private readonly registry: HandlerRegistry,
+  ) {
+    this.ctx = {
+      clock: clock ?? new SystemClock(),
+      options,
+      concurrency: options.concurrency ?? defaultConcurrency(dataSource),
+      logger: new Logger('DelayModule'),
+      db: new Database(dataSource),
+      policy: new WindowPolicy(options),
+    };
+    // The wheel's output is the executor's input; read when a tick fires, after both exist.
+    this.wheel = new TaskWheel(this.ctx, (ids) => this.executor.enqueue(ids));
+    this.executor = new Executor(this.ctx, registry, this.wheel);
+    this.backlog = new BacklogDrainer(this.ctx, this.executor);
+    this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog);
+    this.lease = new InstanceLease(this.ctx, this.backlog, this.loader);
+  }
+
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.reportClockOffset();
+    this.ctx.policy.setRunning(true);
+    this.state = 'running';
+    await this.lease.start();
+    await this.executor.start();
+    // Whatever fell due while no instance ran is run straight from the table.
+    await this.backlog.start();
+    await this.loader.start();
+    await this.wheel.start();
+    this.ctx.logger.log(
+      `Instance ${this.ctx.options.instanceId} started: ${this.wheel.size} task(s) due within ${this.ctx.options.windowMs} ms held` +
+        `${this.loader.busy ? ' so far, more loading' : ''}, handlers: ${this.registry.types().join(', ') || 'none'}`,
+    );
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  /**
+   * Stops firing, lets handlers in flight finish (within shutdownTimeout) and
+   * hands this instance's tasks back so another instance takes them at once
+   * instead of after the lease expires; `keepLease` leaves them leased, as a
+   * crash would (for tests of what the other instances do then).
+   */
+  async stop({ keepLease = false } = {}): Promise<void> {
+    if (this.state === 'stopping' || this.state === 'stopped') return;
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return;
+    }
+    this.state = 'stopping';
+    this.ctx.policy.setRunning(false);
+    await this.wheel.stop();
+    await this.loader.stop();
+    await this.executor.stop();
+    await this.backlog.stop();
+    // After a cut-off, a hung handler's locks may outlive its connection for
+    // a moment and the release would wait on them: let the lease expire instead.
+    if (keepLease || this.executor.cutOffAtStop) this.lease.keepLeaseAtStop();
+    await this.lease.stop();
+    this.state = 'stopped';
+  }
+
+  /**
+   * Runs everything due by the clock's now and resolves when nothing is left
+   * to do: the wheel turned, no load or backlog read under way, no claim
+   * queued or running. Waits on state, never on time; for tests that move a
+   * ManualClock (`nest-delay/testing`).
+   */
+  async settle(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (!this.running) return;
+      const fired = this.wheel.turnNow();
+      if (fired === 0 && !this.loader.busy && !this.backlog.busy && this.executor.idle) return;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `DelayModule did not settle within ${timeoutMs} ms (${this.executor.queuedCount} queued)`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+
+  private async reportClockOffset(): Promise<void> {
+    try {
+      const { clock } = this.ctx;
+      const before = clock.now();
+      const dbNow = (await databaseNow(this.ctx.db.pool)).getTime();
+      const after = clock.now();
+      const offset = dbNow - (before + after) / 2;
+      const message = `Database clock minus app clock: ${Math.round(offset)} ms (round trip ${Math.round(after - before)} ms)`;
+      if (Math.abs(offset) > 2_000 && clock instanceof SystemClock)
+        this.ctx.logger.warn(`${message}; due times follow the app's clock`);
+      else this.ctx.logger.log(message);
+    } catch (error) {
+      throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`, {
+        cause: error,
+      });
+    }
+  }
+}
+
+function defaultConcurrency(dataSource: DataSource): number {
+  const options = dataSource.options as { poolSize?: number; extra?: { max?: number } };
+  const pool = options.poolSize ?? options.extra?.max ?? 10;
+  return Math.max(1, Math.min(10, pool - 1));
+}

@@ -1,0 +1,122 @@
+import { SystemClock } from '../clock/index.js';
+import { errorText } from '../delay.messages.js';
+import {
+  heartbeat,
+  releaseExpiredInstances,
+  releaseInstanceTasks,
+  releaseOrphans,
+  retireInstance,
+} from '../store/lease-statements.js';
+import type { BacklogDrainer } from './backlog-drainer.js';
+import type { DelayContext, LifecycleService } from './delay-context.js';
+import { PeriodicRound } from './periodic-round.js';
+import type { WindowLoader } from './window-loader.js';
+
+/** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
+const ORPHAN_SWEEP_EVERY = 6;
+/** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
+const CLOCK_OFFSET_LIMIT_MS = 2_000;
+
+/**
+ * This instance's lease in `delay_instance`, and the takeover of instances
+ * whose lease ran out. Every heartbeat (a third of the lease, so one lost beat
+ * does not cost it) it renews its row; instances that stopped beating have
+ * their tasks freed, and the backlog drainer and the loader pick them up at
+ * once. It also sweeps for tasks leased to instances that left no row at all,
+ * and watches the app's clock against the database's.
+ */
+export class InstanceLease implements LifecycleService {
+  private readonly rounds: PeriodicRound;
+  private beats = 0;
+  private clockWarned = false;
+  /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
+  private releaseAtStop = true;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly backlog: BacklogDrainer,
+    private readonly loader: WindowLoader,
+  ) {
+    this.rounds = new PeriodicRound(
+      ctx.clock,
+      ctx.options.heartbeatMs,
+      () => this.beat(),
+      (error) =>
+        ctx.logger.error(
+          `Delay heartbeat failed, trying again in ${ctx.options.heartbeatMs} ms (lease ${ctx.options.leaseMs} ms): ${errorText(error)}`,
+        ),
+    );
+  }
+
+  /**
+   * Frees what an earlier process under this id held (its wheel died with
+   * it), takes the lease, and frees tasks whose holders have no live lease.
+   */
+  async start(): Promise<void> {
+    await releaseInstanceTasks(this.ctx.db.pool, this.ctx.options.instanceId);
+    await this.beat();
+    await releaseOrphans(this.ctx.db.pool, new Date(this.ctx.clock.now()));
+    this.rounds.start();
+  }
+
+  /** Keep the lease at stop (its tasks wait for it to expire), as a crashed process would. */
+  keepLeaseAtStop(): void {
+    this.releaseAtStop = false;
+  }
+
+  async stop(): Promise<void> {
+    await this.rounds.stop();
+    if (!this.releaseAtStop || !this.ctx.db.dataSource.isInitialized) return;
+    try {
+      await retireInstance(this.ctx.db.pool, this.ctx.options.instanceId);
+    } catch (error) {
+      this.ctx.logger.warn(
+        `Could not release leases at shutdown; they expire in ${this.ctx.options.leaseMs} ms: ${errorText(error)}`,
+      );
+    }
+  }
+
+  /** One heartbeat now (also what the timer does). */
+  renew(): Promise<void> {
+    return this.rounds.runNow();
+  }
+
+  private async beat(): Promise<void> {
+    const { clock, options, db } = this.ctx;
+    const nowMs = clock.now();
+    const { expired, dbNow } = await heartbeat(
+      db.pool,
+      options.instanceId,
+      new Date(nowMs),
+      new Date(nowMs + options.leaseMs),
+    );
+    this.watchClock(dbNow.getTime() - (nowMs + clock.now()) / 2);
+    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) await releaseOrphans(db.pool, new Date(nowMs));
+    if (expired.length === 0) return;
+    await releaseExpiredInstances(db.pool, expired, new Date(nowMs));
+    this.ctx.logger.warn(
+      `Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`,
+    );
+    this.backlog.request();
+    void this.loader.refresh();
+  }
+
+  /**
+   * Due times and leases are compared with each instance's own clock, so a
+   * clock that drifted from the database's (and so from the other instances')
+   * deserves a loud message; it is checked at every heartbeat, not only at start.
+   */
+  private watchClock(offsetMs: number): void {
+    // A ManualClock is meant to be far from the database's.
+    if (!(this.ctx.clock instanceof SystemClock)) return;
+    const large = Math.abs(offsetMs) > CLOCK_OFFSET_LIMIT_MS;
+    if (large && !this.clockWarned) {
+      this.ctx.logger.error(
+        `App clock is ${Math.round(-offsetMs)} ms off the database's: due times and leases may be off by as much across instances`,
+      );
+    } else if (!large && this.clockWarned) {
+      this.ctx.logger.log(`App clock is back within ${CLOCK_OFFSET_LIMIT_MS} ms of the database's`);
+    }
+    this.clockWarned = large;
+  }
+}

@@ -1,0 +1,99 @@
+import { PENDING, pendingIn } from './pending.js';
+import type { Sql } from './sql.js';
+import type { DueRow } from './task-row.js';
+
+/**
+ * Renews this instance's lease and, in the same round trip, lists instances
+ * whose lease ran out (they died or stalled): their tasks are up for takeover.
+ * Also returns the database's clock, to keep an eye on the app's offset.
+ */
+export async function heartbeat(sql: Sql, instanceId: string, now: Date, leaseUntil: Date) {
+  const [row] = await sql.rows<{ expired: string[]; db_now: Date }>(
+    `WITH beat AS (
+       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until)
+       VALUES ($1, $2, $2, $3)
+       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, lease_until = EXCLUDED.lease_until
+       RETURNING id
+     )
+     SELECT now() AS db_now,
+            ARRAY(SELECT id FROM delay_instance WHERE lease_until < $2 AND id <> $1) AS expired`,
+    [instanceId, now, leaseUntil],
+  );
+  return { expired: row.expired, dbNow: row.db_now };
+}
+
+/** Frees the tasks of instances whose lease expired and forgets them. */
+export async function releaseExpiredInstances(sql: Sql, instanceIds: string[], now: Date) {
+  await sql.rows(
+    `WITH dead AS (
+       DELETE FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2 RETURNING id
+     )
+     UPDATE delayed_task t SET locked_by = NULL
+     FROM dead WHERE t.locked_by = dead.id AND ${pendingIn('t')}`,
+    [instanceIds, now],
+  );
+}
+
+/** Frees tasks held by instances that have no live lease at all (say, a row deleted by a takeover). */
+export async function releaseOrphans(sql: Sql, now: Date) {
+  await sql.rows(
+    `UPDATE delayed_task t SET locked_by = NULL
+     WHERE t.locked_by IS NOT NULL AND ${pendingIn('t')}
+       AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $1)`,
+    [now],
+  );
+}
+
+/** Frees everything one instance holds (its restart under the same id). */
+export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
+  await sql.rows(`UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`, [
+    instanceId,
+  ]);
+}
+
+/**
+ * At shutdown: forgets the instance and frees its tasks in one statement, so
+ * nothing can be leased to it in between and then be held by nobody.
+ */
+export async function retireInstance(sql: Sql, instanceId: string) {
+  await sql.rows(
+    `WITH gone AS (DELETE FROM delay_instance WHERE id = $1)
+     UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`,
+    [instanceId],
+  );
+}
+
+/**
+ * Leases the next page of unheld tasks due after `after` and before the
+ * window's horizon, in due order. SKIP LOCKED lets instances loading at once
+ * split the work. While a backlog drain runs, `after` is when it began (the
+ * drain runs what was due by then itself); otherwise '-infinity', so a stray
+ * overdue task still gets leased, fires at once and starts a drain for any others.
+ */
+export function leaseDueTasks(
+  sql: Sql,
+  instanceId: string,
+  horizon: Date,
+  after: Date | '-infinity',
+  limit: number,
+) {
+  return sql.rows<DueRow>(
+    `WITH picked AS (
+       SELECT id FROM delayed_task
+       WHERE locked_by IS NULL AND ${PENDING} AND due_at > $3::timestamptz AND due_at < $2
+       ORDER BY due_at, id
+       LIMIT $4
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE delayed_task t SET locked_by = $1
+     FROM picked WHERE t.id = picked.id
+     RETURNING t.id, t.due_at`,
+    [instanceId, horizon, after, limit],
+  );
+}
+
+/** The database's clock, to measure how far the app's clock is from it. */
+export async function databaseNow(sql: Sql): Promise<Date> {
+  const [row] = await sql.rows<{ now: Date }>(`SELECT now() AS now`, []);
+  return row.now;
+}

@@ -1,0 +1,108 @@
+import type { NormalizedRequest } from '../schedule-request.js';
+import type { TaskId } from '../task.types.js';
+import { PENDING } from './pending.js';
+import type { Sql } from './sql.js';
+import type { TaskRow } from './task-row.js';
+
+export interface InsertedRow extends TaskRow {
+  /** false when a pending task already held the key and was kept or replaced. */
+  inserted: boolean;
+}
+
+/**
+ * One task in one statement, whatever its key finds. Without a key it is a
+ * plain insert. With a key that a pending task already holds, the unique
+ * partial index turns the insert into an update of that task: `keep` touches
+ * nothing (the no-op SET only makes Postgres return and lock the row),
+ * `replace` moves it to this request. Postgres decides insert-or-update
+ * atomically, so a task that finishes meanwhile cannot make this fail or loop.
+ * `lockedBy` is the instance whose wheel will hold it, or null.
+ */
+export async function insertTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+): Promise<InsertedRow> {
+  const onKey =
+    req.ifExists === 'replace'
+      ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at`
+      : `key = EXCLUDED.key`;
+  const [row] = await sql.rows<InsertedRow>(
+    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7)
+     ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
+     RETURNING *, (xmax = 0) AS inserted`,
+    [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
+  );
+  return row;
+}
+
+export interface BulkRow {
+  id: TaskId;
+  key: string | null;
+  due_at: Date;
+  locked_by: string | null;
+  /** Position of its request in the caller's array, from 1 (WITH ORDINALITY). */
+  n: number;
+}
+
+/**
+ * Many tasks in one statement (arrays zipped by unnest). A key that is already
+ * pending, or repeated within the batch, keeps its first task: those requests
+ * return no row. Only tasks due before `horizon` are leased to `lockedBy`;
+ * the rest wait for a loader.
+ *
+ * Each returned row names its request: a keyed row by its key (unique among
+ * the inserted), an unkeyed one by rank, since the rows are inserted in
+ * request order and draw their ids from the sequence in that order.
+ */
+export function insertTasks(
+  sql: Sql,
+  reqs: NormalizedRequest[],
+  lockedBy: string | null,
+  now: Date,
+  horizon: Date,
+): Promise<BulkRow[]> {
+  return sql.rows<BulkRow>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])
+         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, n)
+     ), inserted AS (
+       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+       SELECT type, key, payload::jsonb, due_at, max_attempts,
+              CASE WHEN due_at < $8 THEN $6::text END, $7, $7
+       FROM input ORDER BY n
+       ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
+       RETURNING id, key, due_at, locked_by
+     )
+     SELECT i.id, i.key, i.due_at, i.locked_by, f.n::int AS n
+     FROM inserted i
+     JOIN (SELECT key, min(n) AS n FROM input WHERE key IS NOT NULL GROUP BY key) f ON f.key = i.key
+     UNION ALL
+     SELECT i.id, i.key, i.due_at, i.locked_by, u.n::int
+     FROM (SELECT *, row_number() OVER (ORDER BY id) AS rank FROM inserted WHERE key IS NULL) i
+     JOIN (SELECT n, row_number() OVER (ORDER BY n) AS rank FROM input WHERE key IS NULL) u
+       ON u.rank = i.rank`,
+    [
+      reqs.map((r) => r.type),
+      reqs.map((r) => r.key),
+      reqs.map((r) => r.payloadJson),
+      reqs.map((r) => new Date(r.dueAtMs)),
+      reqs.map((r) => r.maxAttempts),
+      lockedBy,
+      now,
+      horizon,
+    ],
+  );
+}
+
+/** The pending task holding each of `keys` (for the duplicates of a bulk insert). */
+export function pendingIdsByKey(sql: Sql, keys: string[]) {
+  return sql.rows<{ id: TaskId; key: string }>(
+    `SELECT id, key FROM delayed_task WHERE key = ANY($1::text[]) AND ${PENDING}`,
+    [keys],
+  );
+}

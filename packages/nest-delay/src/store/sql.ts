@@ -1,0 +1,86 @@
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { releasedManager } from '../delay.messages.js';
+
+/** Runs one parameterised statement and returns its rows. */
+export interface Sql {
+  rows<T>(text: string, params: unknown[]): Promise<T[]>;
+}
+
+/** What `pg` hands back: the rows of any statement, RETURNING included. */
+interface PgClient {
+  query(text: string, params: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * The one place that talks to `pg` directly, through the DataSource's driver.
+ * TypeORM's public `query()` returns `[rows, count]` for an UPDATE or DELETE
+ * and plain rows otherwise, so every `... RETURNING` statement would need to
+ * know its own command tag; `pg` returns `rows` for all of them. The
+ * connection is still TypeORM's: a caller's transaction is the one its
+ * EntityManager's QueryRunner holds (`connect()` returns that very client),
+ * and the pool is the DataSource's (`driver.master`).
+ */
+export class Database {
+  constructor(readonly dataSource: DataSource) {}
+
+  /** Statements on a pooled connection, each its own transaction. */
+  get pool(): Sql {
+    const pool = (this.dataSource.driver as unknown as { master: PgClient }).master;
+    return {
+      rows: async <T>(text: string, params: unknown[]) =>
+        (await pool.query(text, params)).rows as T[],
+    };
+  }
+
+  /** Statements in the caller's transaction when `manager` has one, else on the pool. */
+  in(manager: EntityManager | undefined): Sql {
+    const runner = manager?.queryRunner;
+    if (!runner) return this.pool;
+    return {
+      rows: async <T>(text: string, params: unknown[]) => {
+        if (runner.isReleased) throw new Error(releasedManager());
+        const client = (await runner.connect()) as PgClient;
+        return (await client.query(text, params)).rows as T[];
+      },
+    };
+  }
+}
+
+/** A pooled connection for one claim transaction at a time. */
+export interface ClaimConnection {
+  /** TypeORM's runner on this connection: its manager is what handlers write through. */
+  readonly runner: QueryRunner;
+  /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
+  readonly sql: Sql;
+  /**
+   * Destroys the connection now, whatever it is doing: the server rolls its
+   * transaction back, exactly as a crash would. For handlers that will not return.
+   */
+  cutOff(reason: Error): void;
+  release(): Promise<void>;
+}
+
+export async function claimConnection(database: Database): Promise<ClaimConnection> {
+  const runner = database.dataSource.createQueryRunner();
+  // connect() resolves to the pool's client (pg.PoolClient), the one the runner uses.
+  const client = (await runner.connect()) as PgClient & { release(error?: Error): void };
+  let cut = false;
+  return {
+    runner,
+    sql: {
+      rows: async <T>(text: string, params: unknown[]) =>
+        (await client.query(text, params)).rows as T[],
+    },
+    cutOff(reason) {
+      if (cut) return;
+      cut = true;
+      // pg-pool: releasing with an error destroys the client instead of reusing it.
+      client.release(reason);
+    },
+    async release() {
+      // After a cut-off the pool already has the client back; the runner's own
+      // release then finds it released and throws, which says nothing new.
+      await runner.release().catch(() => undefined);
+    },
+  };
+}

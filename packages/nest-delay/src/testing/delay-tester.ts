@@ -1,0 +1,226 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import type { TestingModuleBuilder } from '@nestjs/testing';
+import { CLOCK, type Clock } from '../clock/index.js';
+import { DelayService } from '../delay.service.js';
+import { parseDuration, type Duration } from '../duration.js';
+import { HandlerRegistry } from '../handler-registry.js';
+import { DelayRuntime } from '../runtime/delay.runtime.js';
+import type { ExecutionCounts, TypeCounts } from '../runtime/execution-stats.js';
+import { findTasks, type TaskFilter } from '../store/task-statements.js';
+import { toTask } from '../store/task-row.js';
+import { TaskOutcome } from '../task-outcome.js';
+import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
+import { ManualClock } from './manual-clock.js';
+
+/** What ran during an `advance` or `runDue`, in this instance. */
+export interface RunReport extends TypeCounts {
+  byType: Record<string, TypeCounts>;
+}
+
+/** Tasks to look for: every field narrows. `runAt` matches the due time exactly. */
+export interface ScheduledFilter extends Omit<TaskFilter, 'state'> {
+  runAt?: Date | number;
+}
+
+/** What a handler did when run by `perform`. */
+export type PerformResult =
+  | { outcome: 'executed' }
+  | { outcome: 'discarded'; reason: string }
+  | { outcome: 'snoozed'; snoozeMs: number };
+
+/** Swaps the module's clock for a ManualClock: `useManualClock(Test.createTestingModule(...))`. */
+export function useManualClock(
+  builder: TestingModuleBuilder,
+  clock: ManualClock = new ManualClock(),
+): TestingModuleBuilder {
+  return builder.overrideProvider(CLOCK).useValue(clock);
+}
+
+/**
+ * Drives and inspects the delay module of a Nest app under test, as
+ * Oban.Testing and rivertest do: move time and see what ran, assert what is
+ * scheduled, run one handler on a payload. Get one with
+ * `DelayTester.for(app)` after `app.init()`; the app's clock must be a
+ * ManualClock (see useManualClock) for `advance`.
+ */
+export class DelayTester {
+  private constructor(
+    private readonly runtime: DelayRuntime,
+    private readonly registry: HandlerRegistry,
+    readonly delay: DelayService,
+    private readonly anyClock: Clock,
+  ) {}
+
+  static for(app: INestApplicationContext): DelayTester {
+    const get = <T>(token: unknown): T => app.get(token as never, { strict: false });
+    return new DelayTester(
+      get(DelayRuntime),
+      get(HandlerRegistry),
+      get(DelayService),
+      get<Clock>(CLOCK),
+    );
+  }
+
+  /** The app's ManualClock; throws if the app runs on another clock. */
+  get clock(): ManualClock {
+    if (!(this.anyClock instanceof ManualClock)) {
+      throw new Error(
+        'DelayTester needs the app to run on a ManualClock: build the testing module with useManualClock(builder)',
+      );
+    }
+    return this.anyClock;
+  }
+
+  /** Moves time forward by `by` and runs everything that fell due; reports what ran. */
+  advance(by: Duration): Promise<RunReport> {
+    this.clock.advance(parseDuration(by, 'advance'));
+    return this.runDue();
+  }
+
+  /** Moves time to `at` (never backwards) and runs everything due by then. */
+  advanceTo(at: Date | number): Promise<RunReport> {
+    this.clock.set(typeof at === 'number' ? at : at.getTime());
+    return this.runDue();
+  }
+
+  /** Runs everything due by now, including retries that fall due meanwhile; reports what ran. */
+  async runDue(): Promise<RunReport> {
+    const before = this.runtime.executor.stats.snapshot();
+    await this.runtime.settle();
+    return difference(this.runtime.executor.stats.snapshot(), before);
+  }
+
+  /** Pending tasks matching `filter`, in due order (at most 1,000). */
+  async scheduled<P = JsonValue>(filter: ScheduledFilter = {}): Promise<DelayedTask<P>[]> {
+    const { runAt, ...rest } = filter;
+    const at = runAt === undefined ? undefined : new Date(runAt);
+    const rows = await findTasks(
+      this.runtime.ctx.db.pool,
+      {
+        ...rest,
+        state: 'pending',
+        dueFrom: at ?? rest.dueFrom,
+        dueBefore: at ? new Date(at.getTime() + 1) : rest.dueBefore,
+      },
+      1000,
+    );
+    return rows.map((row) => toTask<P>(row));
+  }
+
+  /** Asserts exactly one pending task matches; returns it. The error lists what is pending instead. */
+  async assertScheduled<P = JsonValue>(filter: ScheduledFilter): Promise<DelayedTask<P>> {
+    const found = await this.scheduled<P>(filter);
+    if (found.length === 1) return found[0];
+    const near = found.length > 1 ? found : await this.scheduled({ type: filter.type });
+    throw new Error(
+      `Expected one pending delayed task matching ${describe(filter)}, found ${found.length}. ` +
+        `Pending${found.length > 1 ? ' matches' : filter.type ? ` of type ${filter.type}` : ''}: ${listing(near)}`,
+    );
+  }
+
+  /** Asserts no pending task matches. */
+  async assertNotScheduled(filter: ScheduledFilter): Promise<void> {
+    const found = await this.scheduled(filter);
+    if (found.length === 0) return;
+    throw new Error(
+      `Expected no pending delayed task matching ${describe(filter)}, found ${found.length}: ${listing(found)}`,
+    );
+  }
+
+  /**
+   * Runs the handler of `type` on `payload` in a transaction of its own, as a
+   * claim would (no task row needed), and commits its writes. A handler that
+   * throws rolls back and the error propagates.
+   */
+  async perform(type: string, payload: unknown = null): Promise<PerformResult> {
+    const handler = this.registry.get(type);
+    if (!handler) {
+      throw new Error(
+        `No handler for delayed task type "${type}" (known: ${this.registry.types().join(', ') || 'none'})`,
+      );
+    }
+    const now = new Date(this.anyClock.now());
+    const returned = await this.runtime.ctx.db.dataSource.transaction(async (manager) =>
+      handler.fn(payload, {
+        task: {
+          id: '0',
+          type,
+          key: null,
+          payload: payload as JsonValue,
+          dueAt: now,
+          state: 'executed',
+          executedAt: now,
+          cancelledAt: null,
+          deadAt: null,
+          attempts: 1,
+          maxAttempts: handler.maxAttempts,
+          lastError: null,
+          lockedBy: this.runtime.ctx.options.instanceId,
+          createdAt: now,
+          updatedAt: now,
+        },
+        manager,
+        attempt: 1,
+        instanceId: this.runtime.ctx.options.instanceId,
+      }),
+    );
+    if (!(returned instanceof TaskOutcome)) return { outcome: 'executed' };
+    if (returned.kind === 'discard') return { outcome: 'discarded', reason: returned.reason ?? '' };
+    return { outcome: 'snoozed', snoozeMs: returned.snoozeMs };
+  }
+
+  /** Renews the lease and loads the window now, instead of at the next heartbeat. */
+  async refresh(): Promise<void> {
+    await this.runtime.lease.renew();
+    await this.runtime.loader.refresh();
+  }
+
+  /** Tasks this instance holds in its wheel. */
+  get held(): number {
+    return this.runtime.wheel.size;
+  }
+
+  isHeld(id: TaskId): boolean {
+    return this.runtime.wheel.has(id);
+  }
+
+  /**
+   * Stops this instance the way a killed process stops: nothing more runs and
+   * its leases stay until they expire, for tests of what other instances do.
+   */
+  crash(): Promise<void> {
+    return this.runtime.stop({ keepLease: true });
+  }
+}
+
+function difference(after: ExecutionCounts, before: ExecutionCounts): RunReport {
+  const sub = (a: TypeCounts, b: TypeCounts | undefined): TypeCounts => ({
+    executed: a.executed - (b?.executed ?? 0),
+    failed: a.failed - (b?.failed ?? 0),
+    deadLettered: a.deadLettered - (b?.deadLettered ?? 0),
+    snoozed: a.snoozed - (b?.snoozed ?? 0),
+  });
+  const byType: Record<string, TypeCounts> = {};
+  for (const [type, counts] of Object.entries(after.byType)) {
+    const delta = sub(counts, before.byType[type]);
+    if (delta.executed || delta.failed || delta.deadLettered || delta.snoozed) byType[type] = delta;
+  }
+  return { ...sub(after, before), byType };
+}
+
+function describe(filter: ScheduledFilter): string {
+  return JSON.stringify(filter, (_key, value: unknown) =>
+    typeof value === 'number' && _key === 'runAt' ? new Date(value).toISOString() : value,
+  );
+}
+
+function listing(tasks: DelayedTask<unknown>[]): string {
+  if (tasks.length === 0) return 'none';
+  const shown = tasks
+    .slice(0, 10)
+    .map(
+      (t) =>
+        `#${t.id} ${t.type} key=${t.key ?? '-'} at ${t.dueAt.toISOString()} payload=${JSON.stringify(t.payload)}`,
+    );
+  return shown.join('; ') + (tasks.length > 10 ? `; and ${tasks.length - 10} more` : '');
+}
