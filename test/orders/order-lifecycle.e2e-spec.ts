@@ -25,17 +25,22 @@ describe('payment timeout', () => {
       closedAt: null,
       autoReviewAt: null,
     });
-    expect(await api.tasks(`order:${created.id}:close-unpaid`)).toMatchObject([
-      { type: 'order.close-unpaid', state: 'pending', due_at: new Date(created.paymentDeadline) },
-    ]);
+    await t.delay.assertScheduled({
+      type: 'order.close-unpaid',
+      key: `order:${created.id}:close-unpaid`,
+      payload: { orderId: created.id },
+      runAt: new Date(created.paymentDeadline),
+    });
 
-    await api.advance(29 * MINUTE + 59 * SECOND);
+    const early = await api.advance(29 * MINUTE + 59 * SECOND);
+    expect(early.byType['order.close-unpaid']).toBeUndefined();
     expect(await api.get(created.id)).toMatchObject({
       status: 'PENDING_PAYMENT',
       closeReason: null,
     });
 
-    await api.advance(SECOND);
+    const onTime = await api.advance(SECOND);
+    expect(onTime.byType['order.close-unpaid']).toMatchObject({ executed: 1, failed: 0 });
     const closed = await api.get(created.id);
     expect(closed).toMatchObject({
       status: 'CLOSED',
@@ -111,7 +116,7 @@ describe('auto-review', () => {
     const { id } = await api.createOrder();
     await api.action(id, 'pay').expect(200);
     await api.action(id, 'finish').expect(200);
-    expect(await api.tasks(`order:${id}:auto-review`)).toMatchObject([{ state: 'pending' }]);
+    await t.delay.assertScheduled({ type: 'order.auto-review', payload: { orderId: id } });
 
     const reviewed = (
       await api.action(id, 'review', { stars: 3, comment: 'late, but fine' }).expect(200)
@@ -227,5 +232,32 @@ describe('transitions the state does not allow', () => {
     await api.advance(48 * HOUR);
     expect(await api.get(other.id)).toMatchObject({ reviewStatus: 'AUTO_REVIEWED' });
     await expectConflict(other.id, 'review', 'AUTO_REVIEWED', { stars: 1 });
+  });
+});
+
+describe('a malformed order task', () => {
+  it('is dead-lettered at its first attempt, saying why, and changes no order', async () => {
+    const before = await api.rowCounts();
+    const task = await t.delay.delay.schedule({
+      type: 'order.close-unpaid',
+      payload: { orderId: 'not-a-uuid' },
+      delay: '1m',
+    });
+    const report = await api.advance(MINUTE);
+    expect(report.byType['order.close-unpaid']).toMatchObject({ deadLettered: 1, failed: 0 });
+    expect(await t.delay.delay.get({ id: task.id })).toMatchObject({
+      state: 'dead',
+      attempts: 1,
+      lastError: expect.stringContaining('payload.orderId must be a UUID'),
+    });
+    const after = await api.rowCounts();
+    expect({ ...after, delayed_task: before.delayed_task }).toEqual(before);
+  });
+
+  it('is discarded when its handler is performed directly', async () => {
+    await expect(t.delay.perform('order.auto-review', { orderId: 42 })).resolves.toEqual({
+      outcome: 'discarded',
+      reason: expect.stringContaining('payload.orderId must be a UUID'),
+    });
   });
 });
