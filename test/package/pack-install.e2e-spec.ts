@@ -45,7 +45,7 @@ function expectOk(step: Step | undefined, what: string): asserts step is Step {
   if (!step.ok) throw new Error(step.detail);
 }
 
-const work = mkdtempSync(join(tmpdir(), 'nest-delay-pack-'));
+let work: string | undefined;
 let packed: { tarball: string; files: string[]; unpacked: string } | undefined;
 
 /** Packs once for both describes; the unpacked copy is what the static check reads. */
@@ -56,9 +56,11 @@ function pack(): NonNullable<typeof packed> {
       'packages/nest-delay/dist/index.js is missing: run `npm run build` first (npm test does it in pretest)',
     );
   }
+  work = mkdtempSync(join(tmpdir(), 'nest-delay-pack-'));
   const dest = join(work, 'pack');
   mkdirSync(dest);
-  const step = run('npm pack', 'npm', ['pack', '--pack-destination', dest], {
+  // --ignore-scripts: prepack would rebuild dist under tests that run it (pretest built it).
+  const step = run('npm pack', 'npm', ['pack', '--ignore-scripts', '--pack-destination', dest], {
     cwd: pkgDir,
     timeout: 60_000,
   });
@@ -75,7 +77,7 @@ function pack(): NonNullable<typeof packed> {
 }
 
 afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 const MUST_SHIP = 'package.json README.md dist/index.js dist/index.d.ts dist/testing/index.js';
@@ -201,7 +203,8 @@ await app.close();
 describeWithServer('nest-delay installed from its tarball into a foreign Nest app', () => {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
   const dbName = `pk_${randomBytes(4).toString('hex')}`;
-  const dbUrl = Object.assign(new URL(serverUrl!), { pathname: `/${dbName}` }).toString();
+  // Built in beforeAll: without a server this body still runs, to collect the skipped tests.
+  let dbUrl: string;
   const steps: Partial<Record<'install' | 'tsc' | 'app', Step>> = {};
   let appDir: string;
 
@@ -217,9 +220,10 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
 
   // One pipeline, each step recorded: a failing step is reported by its own test.
   beforeAll(async () => {
+    dbUrl = Object.assign(new URL(serverUrl!), { pathname: `/${dbName}` }).toString();
     await admin((c) => c.query(`CREATE DATABASE ${dbName}`));
     const { tarball } = pack();
-    appDir = join(work, 'app');
+    appDir = join(work!, 'app');
     mkdirSync(join(appDir, 'src'), { recursive: true });
     // Versions the repo already locks, so npm finds them in its cache offline.
     const dependencies: Record<string, string> = { 'nest-delay': `file:${tarball}` };
@@ -271,7 +275,7 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     try {
       expect(JSON.parse(line)).toEqual({ effects: 1, state: 'executed' });
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${steps.app.detail}`);
+      throw new Error(`${(error as Error).message}\n${steps.app.detail}`, { cause: error });
     }
   });
 
