@@ -6,7 +6,7 @@ import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
-import { insertTask, insertTasks, pendingIdsByKey } from './store/schedule-statements.js';
+import { insertTask, insertTasks, keyHolders } from './store/schedule-statements.js';
 import {
   cancelTask,
   getTask,
@@ -22,6 +22,7 @@ import type {
   JsonValue,
   RunAt,
   ScheduleRequest,
+  TaskId,
   TaskRef,
   TransactionOptions,
 } from './task.types.js';
@@ -84,7 +85,7 @@ export class DelayService {
     );
     const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
     const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
-    const holders = missingKeys.length > 0 ? await pendingIdsByKey(sql, missingKeys) : [];
+    const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];
     const holderOf = new Map(holders.map((row) => [row.key, row.id]));
     for (const row of rows) {
       const held = row.locked_by !== null && this.policy.holds(row.locked_by);
@@ -96,10 +97,8 @@ export class DelayService {
       const row = byPosition.get(i);
       if (row) return { status: 'scheduled', id: row.id, key: row.key, dueAt: row.due_at };
       const key = req.key as string;
-      // Its key's holder is in the table, or (same call) an earlier request's new row.
-      const id = holderOf.get(key) ?? rows.find((r) => r.key === key)?.id;
-      if (id === undefined)
-        throw new Error(`scheduleMany: no pending task holds key ${JSON.stringify(key)}`);
+      // Only a keyed request can be left out, and its key has a task: the one it collided with.
+      const id = holderOf.get(key) as TaskId;
       return { status: 'duplicate', id, key };
     });
   }

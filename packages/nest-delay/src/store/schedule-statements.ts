@@ -99,10 +99,15 @@ export function insertTasks(
   );
 }
 
-/** The pending task holding each of `keys` (for the duplicates of a bulk insert). */
-export function pendingIdsByKey(sql: Sql, keys: string[]) {
+/**
+ * For each of `keys`, the pending task holding it, else its latest task: the
+ * one a bulk insert's duplicate collided with, even if it ran since.
+ */
+export function keyHolders(sql: Sql, keys: string[]) {
   return sql.rows<{ id: TaskId; key: string }>(
-    `SELECT id, key FROM delayed_task WHERE key = ANY($1::text[]) AND ${PENDING}`,
+    `SELECT DISTINCT ON (key) id, key FROM delayed_task
+     WHERE key = ANY($1::text[])
+     ORDER BY key, (${PENDING}) DESC, id DESC`,
     [keys],
   );
 }

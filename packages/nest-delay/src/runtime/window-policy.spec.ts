@@ -1,0 +1,34 @@
+import { WindowPolicy } from './window-policy.js';
+
+describe('WindowPolicy', () => {
+  const now = 1_000_000;
+  const policy = () => new WindowPolicy({ windowMs: 60_000, instanceId: 'me' });
+
+  it('leases nothing and holds nothing while the instance is not running', () => {
+    const p = policy();
+    expect(p.leaseOnWrite(now, now, false)).toBeNull();
+    expect(p.holds('me')).toBe(false);
+  });
+
+  it('leases a task written outside a transaction to itself when due before the horizon', () => {
+    const p = policy();
+    p.setRunning(true);
+    expect(p.leaseOnWrite(now + 59_999, now, false)).toBe('me');
+    expect(p.leaseOnWrite(now + 60_000, now, false)).toBeNull();
+    expect(p.horizonMs(now)).toBe(now + 60_000);
+  });
+
+  it("leaves a task written in the caller's transaction to whichever loader finds it after commit", () => {
+    const p = policy();
+    p.setRunning(true);
+    expect(p.leaseOnWrite(now, now, true)).toBeNull();
+  });
+
+  it('holds exactly the rows leased to this instance', () => {
+    const p = policy();
+    p.setRunning(true);
+    expect(p.holds('me')).toBe(true);
+    expect(p.holds('other')).toBe(false);
+    expect(p.holds(null)).toBe(false);
+  });
+});
