@@ -1,23 +1,41 @@
-import { DataSource } from 'typeorm';
 import {
   DelayValidationError,
   TaskNotFoundError,
+  TaskStateError,
   UnknownTaskTypeError,
+  type DelayedTask,
+  type TaskRef,
 } from 'nest-delay';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
-
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
+import {
+  createTestDatabase,
+  describeWithServer,
+  type TestDatabase,
+} from '../support/test-database.js';
+import { HOUR, MINUTE, SECOND, createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
 let db: TestDatabase;
 let t: DelayTestApp;
 
 const count = async (sql: string, params: unknown[] = []) =>
   Number((await t.query(sql, params))[0].count);
-const effects = (taskId: string) =>
-  count(`SELECT count(*) FROM effect WHERE task_id = $1`, [taskId]);
+const taskRows = () => count(`SELECT count(*) FROM delayed_task`);
+const effects = (taskId: string) => t.effects(taskId);
+/** The row as stored, every column: to show an action that threw changed nothing. */
+const rowOf = async (id: string) =>
+  (await t.query(`SELECT * FROM delayed_task WHERE id = $1`, [id]))[0];
+
+/** Runs `call`, expecting it to reject with `type`; returns the error. */
+async function rejection<E extends Error>(
+  call: Promise<unknown>,
+  type: abstract new (...args: any[]) => E,
+): Promise<E> {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(type);
+  return error as E;
+}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -43,37 +61,50 @@ describe('schedule / get / cancel / reschedule', () => {
       attempts: 0,
       key: null,
     });
+    expect(typeof task.id).toBe('string');
     expect(task.dueAt.getTime()).toBe(t.clock.now() + 30 * MINUTE);
-    expect(await t.delay.get(task.id)).toMatchObject({ id: task.id, state: 'pending' });
-    expect(await t.delay.cancel(task.id)).toBe(true);
-    expect(await t.delay.cancel(task.id)).toBe(false);
-    expect((await t.delay.get(task.id))?.state).toBe('cancelled');
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ id: task.id, state: 'pending' });
+    expect(t.tester.isHeld(task.id)).toBe(true);
+
+    const cancelled = await t.delay.cancel({ id: task.id });
+    expect(cancelled).toMatchObject({ id: task.id, state: 'cancelled', payload: { a: 1 } });
+    expect(cancelled.cancelledAt?.getTime()).toBe(t.clock.now());
+    expect(t.tester.isHeld(task.id)).toBe(false);
+    // A second cancel names the state the task is in, and changes nothing.
+    const before = await rowOf(task.id);
+    const again = await rejection(t.delay.cancel({ id: task.id }), TaskStateError);
+    expect(again).toMatchObject({ state: 'cancelled', action: 'cancel', ref: { id: task.id } });
+    expect(await rowOf(task.id)).toEqual(before);
+    expect((await t.delay.get({ id: task.id }))?.state).toBe('cancelled');
+
+    // Cancelled, it never fires.
+    await t.tester.advance('30m');
+    expect(await effects(task.id)).toBe(0);
   });
 
   it('fires a 48 h task after 48 h and not one tick earlier', async () => {
     const task = await t.delay.schedule({ type: 'test.effect', delay: '48h' });
-    t.clock.advance(48 * HOUR - SECOND);
-    await t.delay.drain();
+    await t.tester.advance(48 * HOUR - SECOND);
     expect(await effects(task.id)).toBe(0);
-    expect((await t.delay.get(task.id))?.state).toBe('pending');
-    t.clock.advance(SECOND);
-    await t.delay.drain();
+    expect((await t.delay.get({ id: task.id }))?.state).toBe('pending');
+    await t.tester.advance(SECOND);
     expect(await effects(task.id)).toBe(1);
-    const done = await t.delay.get(task.id);
+    const done = await t.delay.get({ id: task.id });
     expect(done).toMatchObject({ state: 'executed', attempts: 1 });
     expect(done!.executedAt!.getTime()).toBe(task.dueAt.getTime());
   });
 
   it('dedupes by key: keep returns the pending task, replace moves it', async () => {
+    const key = 'order:1:close';
     const first = await t.delay.schedule({
       type: 'test.effect',
-      key: 'order:1:close',
+      key,
       delay: '10m',
       payload: { v: 1 },
     });
     const kept = await t.delay.schedule({
       type: 'test.effect',
-      key: 'order:1:close',
+      key,
       delay: '20m',
       payload: { v: 2 },
     });
@@ -82,7 +113,7 @@ describe('schedule / get / cancel / reschedule', () => {
     expect(kept.dueAt).toEqual(first.dueAt);
     const replaced = await t.delay.schedule({
       type: 'test.effect',
-      key: 'order:1:close',
+      key,
       delay: '5m',
       payload: { v: 3 },
       ifExists: 'replace',
@@ -90,38 +121,105 @@ describe('schedule / get / cancel / reschedule', () => {
     expect(replaced.id).toBe(first.id);
     expect(replaced.payload).toEqual({ v: 3 });
     expect(replaced.dueAt.getTime()).toBe(t.clock.now() + 5 * MINUTE);
-    expect(await count(`SELECT count(*) FROM delayed_task WHERE key = 'order:1:close'`)).toBe(1);
+    expect(await count(`SELECT count(*) FROM delayed_task WHERE key = $1`, [key])).toBe(1);
     // By key: get, then cancel, then a new one may take the key.
-    expect((await t.delay.get('order:1:close'))?.id).toBe(first.id);
-    expect(await t.delay.cancel('order:1:close')).toBe(true);
-    const again = await t.delay.schedule({
-      type: 'test.effect',
-      key: 'order:1:close',
-      delay: '5m',
-    });
+    expect((await t.delay.get({ key }))?.id).toBe(first.id);
+    expect(await t.delay.cancel({ key })).toMatchObject({ id: first.id, state: 'cancelled' });
+    const again = await t.delay.schedule({ type: 'test.effect', key, delay: '5m' });
     expect(again.id).not.toBe(first.id);
-    await t.delay.cancel(again.id);
+    // By key, the pending task wins over the cancelled one that had the key before.
+    expect((await t.delay.get({ key }))?.id).toBe(again.id);
+    await t.delay.cancel({ id: again.id });
+    // Now only done tasks have it: by key means the latest of them.
+    expect((await t.delay.get({ key }))?.id).toBe(again.id);
+    expect((await t.delay.get({ key }))?.state).toBe('cancelled');
+  });
+
+  it('a replaced task fires at its new time with its new payload, once', async () => {
+    const key = 'order:2:close';
+    const first = await t.delay.schedule({ type: 'test.effect', key, delay: '30m' });
+    await t.delay.schedule({
+      type: 'test.effect',
+      key,
+      delay: '5m',
+      payload: { fail: 1 },
+      ifExists: 'replace',
+    });
+    await t.tester.advance('5m');
+    // The new payload ran: it failed once as asked and will be retried.
+    expect(await t.delay.get({ id: first.id })).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: expect.stringContaining('planned failure 1'),
+    });
+    await t.tester.advance('10s');
+    expect(await t.delay.get({ id: first.id })).toMatchObject({ state: 'executed', attempts: 2 });
+    await t.tester.advance('30m');
+    expect(await effects(first.id)).toBe(1);
+  });
+
+  it('many concurrent schedules of one key make one task, whatever the interleaving', async () => {
+    const key = 'order:3:close';
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        t.delay.schedule({
+          type: 'test.effect',
+          key,
+          delay: `${10 + i}m`,
+          payload: { i },
+          ifExists: i % 2 === 0 ? 'keep' : 'replace',
+        }),
+      ),
+    );
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    const [row] = await t.query(`SELECT id, payload FROM delayed_task WHERE key = $1`, [key]);
+    expect(await count(`SELECT count(*) FROM delayed_task WHERE key = $1`, [key])).toBe(1);
+    expect(row.id).toBe(results[0].id);
+    await t.delay.cancel({ key });
+  });
+
+  it('accepts a key of digits only, never confused with an id', async () => {
+    const other = await t.delay.schedule({ type: 'test.effect', delay: '1h' });
+    // A key spelled like another task's id.
+    const task = await t.delay.schedule({ type: 'test.effect', key: other.id, delay: '1m' });
+    expect(task.id).not.toBe(other.id);
+    expect(task.key).toBe(other.id);
+    expect((await t.delay.get({ key: other.id }))?.id).toBe(task.id);
+    expect((await t.delay.get({ id: other.id }))?.id).toBe(other.id);
+    expect(await t.delay.cancel({ id: other.id })).toMatchObject({ id: other.id, key: null });
+    expect((await t.delay.get({ key: other.id }))?.state).toBe('pending');
+    await t.tester.advance('1m');
+    expect(await t.delay.get({ key: other.id })).toMatchObject({ id: task.id, state: 'executed' });
+    expect(await effects(task.id)).toBe(1);
   });
 
   it('reschedules earlier and later, and fires at the new time only', async () => {
     const task = await t.delay.schedule({ type: 'test.effect', delay: '2h' });
-    await t.delay.reschedule(task.id, { delay: '10m' });
-    t.clock.advance(10 * MINUTE);
-    await t.delay.drain();
+    const earlier = await t.delay.reschedule({ id: task.id }, { delay: '10m' });
+    expect(earlier).toMatchObject({ id: task.id, state: 'pending' });
+    expect(earlier.dueAt.getTime()).toBe(t.clock.now() + 10 * MINUTE);
+    await t.tester.advance('10m');
     expect(await effects(task.id)).toBe(1);
 
     const later = await t.delay.schedule({ type: 'test.effect', delay: '10m' });
-    const moved = await t.delay.reschedule(later.id, { delay: '3h' });
+    const moved = await t.delay.reschedule({ id: later.id }, { delay: '3h' });
     expect(moved.dueAt.getTime()).toBe(t.clock.now() + 3 * HOUR);
-    t.clock.advance(2 * HOUR);
-    await t.delay.drain();
+    await t.tester.advance(2 * HOUR);
     expect(await effects(later.id)).toBe(0);
-    t.clock.advance(HOUR);
-    await t.delay.drain();
+    await t.tester.advance(HOUR);
     expect(await effects(later.id)).toBe(1);
-    await expect(t.delay.reschedule(later.id, { delay: '1m' })).rejects.toBeInstanceOf(
-      TaskNotFoundError,
+    const error = await rejection(
+      t.delay.reschedule({ id: later.id }, { delay: '1m' }),
+      TaskStateError,
     );
+    expect(error.state).toBe('executed');
+
+    // By key, to an absolute time.
+    const keyed = await t.delay.schedule({ type: 'test.effect', key: 'resched:1', delay: '1h' });
+    const at = new Date(t.clock.now() + 90 * SECOND);
+    expect((await t.delay.reschedule({ key: 'resched:1' }, { runAt: at })).dueAt).toEqual(at);
+    await t.tester.advance(90 * SECOND);
+    expect(await effects(keyed.id)).toBe(1);
   });
 
   it('fires a task due in the past on the next turn', async () => {
@@ -129,7 +227,7 @@ describe('schedule / get / cancel / reschedule', () => {
       type: 'test.effect',
       runAt: new Date(t.clock.now() - HOUR),
     });
-    await t.delay.drain();
+    await t.tester.runDue();
     expect(await effects(task.id)).toBe(1);
   });
 });
@@ -197,7 +295,7 @@ describe('validation: a clear error at the call, nothing written', () => {
       /payload\[0\] must be JSON/,
     ],
     ['empty type', { type: '', delay: 1 }, /type must be a string/],
-    ['all-digit key', { type: 'test.effect', delay: 1, key: '123' }, /key must be/],
+    ['empty key', { type: 'test.effect', delay: 1, key: '' }, /key must be a string/],
     [
       'bad ifExists',
       { type: 'test.effect', delay: 1, key: 'k', ifExists: 'overwrite' },
@@ -206,29 +304,146 @@ describe('validation: a clear error at the call, nothing written', () => {
     ['zero maxAttempts', { type: 'test.effect', delay: 1, maxAttempts: 0 }, /maxAttempts must be/],
   ];
 
-  it.each(bad)('%s', async (_name, request, message) => {
-    const before = await count(`SELECT count(*) FROM delayed_task`);
+  it.each(bad)('%s', async (name, request, message) => {
+    const before = await taskRows();
     const call = t.delay.schedule(request as never);
     await expect(call).rejects.toThrow(message);
     await expect(call).rejects.toBeInstanceOf(
-      _name === 'unknown type' ? UnknownTaskTypeError : DelayValidationError,
+      name === 'unknown type' ? UnknownTaskTypeError : DelayValidationError,
     );
-    expect(await count(`SELECT count(*) FROM delayed_task`)).toBe(before);
+    expect(await taskRows()).toBe(before);
   });
 
-  it('rejects a malformed id or key on cancel/get', async () => {
-    await expect(t.delay.cancel('')).rejects.toBeInstanceOf(DelayValidationError);
-    await expect(t.delay.get(-5)).rejects.toBeInstanceOf(DelayValidationError);
-    expect(await t.delay.get('no-such-key')).toBeUndefined();
+  it('scheduleMany names the request at fault and writes none of the batch', async () => {
+    const before = await taskRows();
+    const call = t.delay.scheduleMany([
+      { type: 'test.effect', delay: '1m' },
+      { type: 'test.effect', delay: '1m', key: 'many:bad' },
+      { type: 'test.effect', delay: 'soon' },
+    ]);
+    await expect(call).rejects.toBeInstanceOf(DelayValidationError);
+    await expect(call).rejects.toThrow(/^requests\[2\]\.delay must be/);
+    await expect(call).rejects.toMatchObject({ field: 'requests[2].delay' });
+    await expect(t.delay.scheduleMany({} as never)).rejects.toThrow(/requests must be an array/);
+    expect(await taskRows()).toBe(before);
+    expect(await t.delay.scheduleMany([])).toEqual([]);
+  });
+
+  it('rejects a malformed ref on every call that takes one', async () => {
+    const malformed: unknown[] = [
+      { key: '' },
+      { id: '-5' },
+      { id: '0' },
+      { id: '007' },
+      { id: 5 },
+      { id: '99999999999999999999' },
+      { id: '1', key: 'both' },
+      {},
+      null,
+      '42',
+    ];
+    for (const ref of malformed) {
+      const r = ref as TaskRef;
+      await expect(t.delay.get(r)).rejects.toBeInstanceOf(DelayValidationError);
+      await expect(t.delay.cancel(r)).rejects.toBeInstanceOf(DelayValidationError);
+      await expect(t.delay.reschedule(r, { delay: '1m' })).rejects.toBeInstanceOf(
+        DelayValidationError,
+      );
+      await expect(t.delay.retry(r)).rejects.toBeInstanceOf(DelayValidationError);
+    }
+    expect(await t.delay.get({ key: 'no-such-key' })).toBeUndefined();
+    expect(await t.delay.get({ id: '9223372036854775807' })).toBeUndefined();
+  });
+});
+
+describe('refs: an action on a missing task or one in the wrong state throws and changes nothing', () => {
+  async function snapshot() {
+    return t.query(`SELECT * FROM delayed_task ORDER BY id`);
+  }
+
+  it('TaskNotFoundError for an id or key no task has', async () => {
+    const before = await snapshot();
+    const missing: TaskRef[] = [{ id: '987654321' }, { key: 'never:used' }];
+    for (const ref of missing) {
+      for (const call of [
+        t.delay.cancel(ref),
+        t.delay.reschedule(ref, { delay: '1m' }),
+        t.delay.retry(ref),
+      ]) {
+        const error = await rejection(call, TaskNotFoundError);
+        expect(error.ref).toEqual(ref);
+        expect(error.message).toMatch(/^No delayed task with (id 987654321|key "never:used")\.$/);
+      }
+      expect(await t.delay.get(ref)).toBeUndefined();
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('TaskStateError naming the state, for each action and state that do not fit', async () => {
+    const pending = await t.delay.schedule({
+      type: 'test.effect',
+      delay: '30m',
+      key: 'st:pending',
+    });
+    expect(t.tester.isHeld(pending.id)).toBe(true);
+    const executed = await t.delay.schedule({ type: 'test.effect', delay: 0, key: 'st:executed' });
+    const cancelled = await t.delay.schedule({ type: 'test.effect', delay: '1h' });
+    const dead = await t.delay.schedule({ type: 'test.always-fails', delay: 0, maxAttempts: 1 });
+    await t.delay.cancel({ id: cancelled.id });
+    await t.tester.runDue();
+    expect((await t.delay.get({ id: executed.id }))?.state).toBe('executed');
+    expect((await t.delay.get({ id: dead.id }))?.state).toBe('dead');
+
+    const ids = [pending.id, executed.id, cancelled.id, dead.id];
+    const before = await Promise.all(ids.map(rowOf));
+    const wrong: Array<[string, () => Promise<DelayedTask>, string, string]> = [
+      ['cancel executed', () => t.delay.cancel({ id: executed.id }), 'executed', 'cancel'],
+      ['cancel by key', () => t.delay.cancel({ key: 'st:executed' }), 'executed', 'cancel'],
+      ['cancel cancelled', () => t.delay.cancel({ id: cancelled.id }), 'cancelled', 'cancel'],
+      ['cancel dead', () => t.delay.cancel({ id: dead.id }), 'dead', 'cancel'],
+      [
+        'reschedule executed',
+        () => t.delay.reschedule({ id: executed.id }, { delay: '1m' }),
+        'executed',
+        'reschedule',
+      ],
+      [
+        'reschedule cancelled',
+        () => t.delay.reschedule({ id: cancelled.id }, { delay: '1m' }),
+        'cancelled',
+        'reschedule',
+      ],
+      [
+        'reschedule dead',
+        () => t.delay.reschedule({ id: dead.id }, { delay: '1m' }),
+        'dead',
+        'reschedule',
+      ],
+      ['retry pending', () => t.delay.retry({ id: pending.id }), 'pending', 'retry'],
+      ['retry pending by key', () => t.delay.retry({ key: 'st:pending' }), 'pending', 'retry'],
+      ['retry executed', () => t.delay.retry({ id: executed.id }), 'executed', 'retry'],
+      ['retry cancelled', () => t.delay.retry({ id: cancelled.id }), 'cancelled', 'retry'],
+    ];
+    for (const [name, call, state, action] of wrong) {
+      const error = await rejection(call(), TaskStateError);
+      expect({ name, state: error.state, action: error.action }).toEqual({ name, state, action });
+      expect(error.message).toContain(`it is ${state}`);
+    }
+    expect(await Promise.all(ids.map(rowOf))).toEqual(before);
+    // The pending one is still held and still fires at its time, once.
+    expect(t.tester.isHeld(pending.id)).toBe(true);
+    await t.tester.advance('30m');
+    expect(await t.delay.get({ id: pending.id })).toMatchObject({ state: 'executed' });
+    expect(await effects(pending.id)).toBe(1);
+    expect(await effects(cancelled.id)).toBe(0);
   });
 });
 
 describe('transactional scheduling', () => {
   it('a rolled-back transaction never fires its task; a committed one does', async () => {
-    const dataSource = t.moduleRef.get(DataSource);
     let rolledBackId = '';
     await expect(
-      dataSource.transaction(async (manager) => {
+      t.dataSource.transaction(async (manager) => {
         const task = await t.delay.schedule(
           { type: 'test.effect', delay: '1m', key: 'tx:rollback' },
           { manager },
@@ -237,27 +452,46 @@ describe('transactional scheduling', () => {
         throw new Error('caller rolls back');
       }),
     ).rejects.toThrow('caller rolls back');
-    const committed = await dataSource.transaction((manager) =>
+    const committed = await t.dataSource.transaction((manager) =>
       t.delay.schedule({ type: 'test.effect', delay: '1m', key: 'tx:commit' }, { manager }),
     );
-    t.clock.advance(MINUTE);
-    await t.delay.drain();
-    expect(await t.delay.get(rolledBackId)).toBeUndefined();
+    await t.tester.advance('1m');
+    expect(rolledBackId).not.toBe('');
+    expect(await t.delay.get({ id: rolledBackId })).toBeUndefined();
+    expect(await t.delay.get({ key: 'tx:rollback' })).toBeUndefined();
     expect(await effects(rolledBackId)).toBe(0);
     expect(await effects(committed.id)).toBe(1);
   });
 
   it('a cancel that rolls back leaves the task to fire', async () => {
-    const dataSource = t.moduleRef.get(DataSource);
     const task = await t.delay.schedule({ type: 'test.effect', delay: '1m' });
     await expect(
-      dataSource.transaction(async (manager) => {
-        expect(await t.delay.cancel(task.id, { manager })).toBe(true);
+      t.dataSource.transaction(async (manager) => {
+        expect(await t.delay.cancel({ id: task.id }, { manager })).toMatchObject({
+          id: task.id,
+          state: 'cancelled',
+        });
         throw new Error('roll back the cancel');
       }),
-    ).rejects.toThrow();
-    t.clock.advance(MINUTE);
-    await t.delay.drain();
+    ).rejects.toThrow('roll back the cancel');
+    expect((await t.delay.get({ id: task.id }))?.state).toBe('pending');
+    await t.tester.advance('1m');
+    expect(await effects(task.id)).toBe(1);
+  });
+
+  // PACKAGE BUG (reported): DelayService.track() releases from the wheel any
+  // pending row not leased here, so a `keep` of a key whose task was written
+  // in a committed caller transaction (unleased, held in the wheel) drops the
+  // hold; the task then waits for the loader's next round (here 10 s for 5 s).
+  it('a task scheduled in a committed transaction still fires on time after a keep of its key', async () => {
+    const task = await t.dataSource.transaction((manager) =>
+      t.delay.schedule({ type: 'test.effect', key: 'tx:kept', delay: '5s' }, { manager }),
+    );
+    expect(t.tester.isHeld(task.id)).toBe(true);
+    const kept = await t.delay.schedule({ type: 'test.effect', key: 'tx:kept', delay: '5s' });
+    expect(kept.id).toBe(task.id);
+    await t.tester.advance('5s');
+    expect((await t.delay.get({ id: task.id }))?.state).toBe('executed');
     expect(await effects(task.id)).toBe(1);
   });
 });
@@ -270,10 +504,10 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       payload: { fail: 2 },
       maxAttempts: 5,
     });
-    await t.delay.drain();
+    await t.tester.runDue();
     // The handler wrote an effect row before throwing: it was rolled back with its savepoint.
     expect(await effects(task.id)).toBe(0);
-    let row = await t.delay.get(task.id);
+    let row = await t.delay.get({ id: task.id });
     expect(row).toMatchObject({
       state: 'pending',
       attempts: 1,
@@ -281,62 +515,87 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     });
     expect(row!.dueAt.getTime()).toBe(t.clock.now() + 10 * SECOND);
 
-    t.clock.advance(10 * SECOND - 1);
-    await t.delay.drain();
-    expect((await t.delay.get(task.id))?.attempts).toBe(1);
-    t.clock.advance(1);
-    await t.delay.drain();
-    row = await t.delay.get(task.id);
+    await t.tester.advance(10 * SECOND - 1);
+    expect((await t.delay.get({ id: task.id }))?.attempts).toBe(1);
+    await t.tester.advance(1);
+    row = await t.delay.get({ id: task.id });
     expect(row).toMatchObject({ state: 'pending', attempts: 2 });
     expect(row!.dueAt.getTime()).toBe(t.clock.now() + 20 * SECOND);
 
-    t.clock.advance(20 * SECOND);
-    await t.delay.drain();
-    expect(await t.delay.get(task.id)).toMatchObject({ state: 'executed', attempts: 3 });
+    await t.tester.advance(20 * SECOND);
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'executed', attempts: 3 });
     expect(await effects(task.id)).toBe(1);
+    // The handler saw its attempt number.
+    expect(await t.query(`SELECT attempt FROM effect WHERE task_id = $1`, [task.id])).toEqual([
+      { attempt: 3 },
+    ]);
   });
 
   it('dead-letters after maxAttempts, keeps the task and lets a person retry it', async () => {
     const task = await t.delay.schedule({ type: 'test.always-fails', delay: 0, maxAttempts: 3 });
-    await t.delay.drain();
-    for (let i = 0; i < 3; i++) {
-      t.clock.advance(MINUTE);
-      await t.delay.drain();
-    }
-    const dead = await t.delay.get(task.id);
+    await t.tester.runDue();
+    for (let i = 0; i < 3; i++) await t.tester.advance('1m');
+    const dead = await t.delay.get({ id: task.id });
     expect(dead).toMatchObject({
       state: 'dead',
       attempts: 3,
       lastError: 'Error: this handler always fails',
     });
     expect(dead!.deadAt).not.toBeNull();
-    const retried = await t.delay.retry(task.id);
-    expect(retried).toMatchObject({ state: 'pending', attempts: 0 });
-    await t.delay.drain();
-    expect(await t.delay.get(task.id)).toMatchObject({ state: 'pending', attempts: 1 });
+    const retried = await t.delay.retry({ id: task.id });
+    expect(retried).toMatchObject({ id: task.id, state: 'pending', attempts: 0 });
+    expect(retried.dueAt.getTime()).toBe(t.clock.now());
+    await t.tester.runDue();
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'pending', attempts: 1 });
     // It would fail again: keep it out of the next tests' batches.
-    expect(await t.delay.cancel(task.id)).toBe(true);
+    expect(await t.delay.cancel({ id: task.id })).toMatchObject({ state: 'cancelled' });
   });
 
   it('runs a batch of healthy tasks in one optimistic transaction', async () => {
+    await t.quiesce();
     const due = t.clock.now() + MINUTE;
-    const tasks = await t.delay.scheduleMany(
+    const results = await t.delay.scheduleMany(
       Array.from({ length: 20 }, () => ({ type: 'test.effect', runAt: due })),
     );
+    expect(results.every((r) => r.status === 'scheduled')).toBe(true);
     const before = t.delay.stats();
-    t.clock.advance(MINUTE);
-    await t.delay.drain();
-    expect(t.delay.stats().batches - before.batches).toBe(1);
-    expect(t.delay.stats().reruns - before.reruns).toBe(0);
-    expect(t.delay.stats().executed - before.executed).toBe(20);
-    const counts = await Promise.all(tasks.map((task) => effects(task.id)));
+    const report = await t.tester.advance('1m');
+    const after = t.delay.stats();
+    expect(after.batches - before.batches).toBe(1);
+    expect(after.reruns - before.reruns).toBe(0);
+    expect(after.executed - before.executed).toBe(20);
+    expect(report).toEqual({
+      executed: 20,
+      failed: 0,
+      deadLettered: 0,
+      snoozed: 0,
+      byType: { 'test.effect': { executed: 20, failed: 0, deadLettered: 0, snoozed: 0 } },
+    });
+    const counts = await Promise.all(results.map((r) => effects(r.id)));
     expect(counts.every((n) => n === 1)).toBe(true);
+    expect(Object.keys(after).sort()).toEqual(
+      [
+        'executed',
+        'failed',
+        'deadLettered',
+        'snoozed',
+        'batches',
+        'reruns',
+        'byType',
+        'held',
+        'queued',
+        'drainingBacklog',
+      ].sort(),
+    );
+    expect(after).toMatchObject({ queued: 0, drainingBacklog: false });
   });
 
   it('in one batch, a failing handler and an unknown type undo only themselves', async () => {
+    await t.quiesce();
     const due = t.clock.now() + MINUTE;
-    await t.query(
-      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at) VALUES ('vanished.type', 'null', $1, $2, $2)`,
+    const [vanished] = await t.query<{ id: string }>(
+      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
+       VALUES ('vanished.type', 'null', $1, $2, $2) RETURNING id`,
       [new Date(due), new Date(t.clock.now())],
     );
     const tasks = [];
@@ -350,45 +609,201 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         }),
       );
     }
-    await t.runtime.refresh();
+    // The row written behind the API's back is leased into the wheel.
+    await t.tester.refresh();
+    expect(t.tester.isHeld(vanished.id)).toBe(true);
     const before = t.delay.stats();
-    t.clock.advance(MINUTE);
-    await t.delay.drain();
+    const report = await t.tester.advance('1m');
+    const after = t.delay.stats();
     // One transaction: the optimistic pass failed, the fenced rerun committed.
-    expect(t.delay.stats().batches - before.batches).toBe(1);
-    expect(t.delay.stats().reruns - before.reruns).toBe(1);
+    expect(after.batches - before.batches).toBe(1);
+    expect(after.reruns - before.reruns).toBe(1);
+    expect(report).toMatchObject({ executed: 4, failed: 2, deadLettered: 1, snoozed: 0 });
+    expect(report.byType['vanished.type']).toEqual({
+      executed: 0,
+      failed: 0,
+      deadLettered: 1,
+      snoozed: 0,
+    });
     const counts = await Promise.all(tasks.map((task) => effects(task.id)));
     // Task 4's handler wrote its effect, then hid a failed statement: undone, and retried.
     expect(counts).toEqual([1, 1, 0, 1, 0, 1]);
-    expect(await t.delay.get(tasks[2].id)).toMatchObject({
+    expect(await t.delay.get({ id: tasks[2].id })).toMatchObject({
       state: 'pending',
       attempts: 1,
       lastError: expect.stringContaining('planned failure'),
     });
-    expect(await t.delay.get(tasks[4].id)).toMatchObject({
+    expect(await t.delay.get({ id: tasks[4].id })).toMatchObject({
       state: 'pending',
       attempts: 1,
       lastError: expect.stringContaining('left its transaction aborted'),
     });
-    const [vanished] = await t.query(
-      `SELECT dead_at, last_error FROM delayed_task WHERE type = 'vanished.type'`,
-    );
-    expect(vanished.dead_at).not.toBeNull();
-    await t.delay.cancel(tasks[2].id);
-    await t.delay.cancel(tasks[4].id);
+    expect(await t.delay.get({ id: vanished.id })).toMatchObject({
+      state: 'dead',
+      lastError: expect.stringContaining('No handler registered for task type "vanished.type"'),
+    });
+    await t.delay.cancel({ id: tasks[2].id });
+    await t.delay.cancel({ id: tasks[4].id });
   });
 
   it('dead-letters a due task whose type no handler here knows, with a clear last_error', async () => {
-    await t.query(
-      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at) VALUES ('gone.type', 'null', $1, $1, $1)`,
+    const [{ id }] = await t.query<{ id: string }>(
+      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
+       VALUES ('gone.type', 'null', $1, $1, $1) RETURNING id`,
       [new Date(t.clock.now())],
     );
-    const [{ id }] = await t.query(`SELECT id FROM delayed_task WHERE type = 'gone.type'`);
-    await t.runtime.refresh();
-    await t.delay.drain();
-    expect(await t.delay.get(id)).toMatchObject({
+    await t.tester.refresh();
+    const report = await t.tester.runDue();
+    expect(report.byType['gone.type']).toEqual({
+      executed: 0,
+      failed: 0,
+      deadLettered: 1,
+      snoozed: 0,
+    });
+    expect(await t.delay.get({ id })).toMatchObject({
       state: 'dead',
+      attempts: 1,
       lastError: expect.stringContaining('No handler registered for task type "gone.type"'),
     });
+  });
+});
+
+describe('scheduleMany: one result per request, in order', () => {
+  it('scheduled or duplicate, for keyed, unkeyed, held-in-table and repeated-in-call keys', async () => {
+    const held = await t.delay.schedule({
+      type: 'test.effect',
+      key: 'bulk:held',
+      delay: '2h',
+      payload: { held: true },
+    });
+    const heldRow = await rowOf(held.id);
+    const now = t.clock.now();
+    const requests = [
+      { type: 'test.effect', delay: '1m', payload: { n: 0 } },
+      { type: 'test.effect', delay: '2m', payload: { n: 1 }, key: 'bulk:new' },
+      { type: 'test.effect', delay: '3m', payload: { n: 2 }, key: 'bulk:held' },
+      { type: 'test.effect', delay: '4m', payload: { n: 3 } },
+      { type: 'test.effect', delay: '5m', payload: { n: 4 }, key: 'bulk:new' },
+      { type: 'test.effect', delay: '6m', payload: { n: 5 }, key: '424242' },
+      { type: 'test.effect', delay: '7m', payload: { n: 6 } },
+    ];
+    const results = await t.delay.scheduleMany(requests);
+    expect(results.map((r) => r.status)).toEqual([
+      'scheduled',
+      'scheduled',
+      'duplicate',
+      'scheduled',
+      'duplicate',
+      'scheduled',
+      'scheduled',
+    ]);
+    expect(results[2]).toEqual({ status: 'duplicate', id: held.id, key: 'bulk:held' });
+    expect(results[4]).toEqual({ status: 'duplicate', id: results[1].id, key: 'bulk:new' });
+    // Each scheduled result is its own request's row: payload, key and due time match.
+    const scheduled = results.flatMap((r, i) =>
+      r.status === 'scheduled' ? [[r, i] as const] : [],
+    );
+    expect(new Set(scheduled.map(([r]) => r.id)).size).toBe(scheduled.length);
+    for (const [result, i] of scheduled) {
+      const row = await rowOf(result.id);
+      expect({ i, payload: row.payload, key: row.key }).toEqual({
+        i,
+        payload: requests[i].payload,
+        key: requests[i].key ?? null,
+      });
+      expect(row.due_at.getTime()).toBe(now + (i + 1) * MINUTE);
+      expect(result).toEqual({
+        status: 'scheduled',
+        id: result.id,
+        key: requests[i].key ?? null,
+        dueAt: new Date(now + (i + 1) * MINUTE),
+      });
+    }
+    // The task that already held its key is untouched.
+    expect(await rowOf(held.id)).toEqual(heldRow);
+    expect(await count(`SELECT count(*) FROM delayed_task WHERE key = 'bulk:new'`)).toBe(1);
+
+    // Each scheduled task fires once, at its own time.
+    await t.tester.advance('7m');
+    for (const [result] of scheduled) expect(await effects(result.id)).toBe(1);
+    await t.delay.cancel({ id: held.id });
+  });
+
+  it('a task id beyond 2^53 round-trips exactly as a string: held, fired, cancelled by id', async () => {
+    await t.query(`SELECT setval('delayed_task_id_seq', 9007199254740993)`);
+    const results = await t.delay.scheduleMany([
+      { type: 'test.effect', delay: '1m' },
+      { type: 'test.effect', delay: '1m' },
+      { type: 'test.effect', delay: '1m', key: 'big:third' },
+    ]);
+    const ids = results.map((r) => r.id);
+    // 9007199254740995 is not a double: as a number it would become ...996.
+    expect(ids).toEqual(['9007199254740994', '9007199254740995', '9007199254740996']);
+    expect(String(Number(ids[1]))).not.toBe(ids[1]);
+    const single = await t.delay.schedule({ type: 'test.effect', delay: '1m' });
+    expect(single.id).toBe('9007199254740997');
+    for (const id of [...ids, single.id]) expect(t.tester.isHeld(id)).toBe(true);
+
+    const cancelled = await t.delay.cancel({ id: ids[1] });
+    expect(cancelled).toMatchObject({ id: '9007199254740995', state: 'cancelled' });
+    expect(t.tester.isHeld(ids[1])).toBe(false);
+    expect((await t.delay.get({ id: '9007199254740996' }))?.state).toBe('pending');
+
+    await t.tester.advance('1m');
+    expect(await t.delay.get({ id: ids[0] })).toMatchObject({ state: 'executed' });
+    expect(await t.delay.get({ id: ids[1] })).toMatchObject({ state: 'cancelled' });
+    expect(await t.delay.get({ id: ids[2] })).toMatchObject({ state: 'executed' });
+    expect(await t.delay.get({ id: single.id })).toMatchObject({ state: 'executed' });
+    // The handler saw the exact id, and its effect was recorded under it.
+    expect(
+      await t.query<{ task_id: string }>(
+        `SELECT task_id::text FROM effect WHERE task_id >= 9007199254740994 ORDER BY task_id`,
+      ),
+    ).toEqual([{ task_id: ids[0] }, { task_id: ids[2] }, { task_id: single.id }]);
+  });
+});
+
+// Two connections at once: the claim's transaction and the cancel's.
+describeWithServer('an action racing a running claim', () => {
+  it('a cancel waits for the claim and reports the task executed; it runs once', async () => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const task = await t.delay.schedule({ type: 'test.effect', delay: '1m', key: 'race:1' });
+    t.behaviour.afterEffect = async (_payload, context) => {
+      if (context.task.id !== task.id) return;
+      entered();
+      await gate;
+    };
+    try {
+      const running = t.tester.advance('1m');
+      await inHandler;
+      const cancel = t.delay.cancel({ key: 'race:1' }).then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+      // The cancel is waiting on the claimed row's lock.
+      let waiting = false;
+      for (let i = 0; i < 500 && !waiting; i++) {
+        const [{ n }] = await t.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        waiting = n > 0;
+        if (!waiting) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(waiting).toBe(true);
+      release();
+      await running;
+      const outcome = await cancel;
+      expect('error' in outcome && outcome.error).toBeInstanceOf(TaskStateError);
+      expect('error' in outcome && (outcome.error as TaskStateError).state).toBe('executed');
+      expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'executed' });
+      expect(await effects(task.id)).toBe(1);
+    } finally {
+      release();
+      t.behaviour.afterEffect = undefined;
+    }
   });
 });

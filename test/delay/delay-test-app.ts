@@ -6,20 +6,19 @@ import {
   type LoggerService,
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import type { EntityManager } from 'typeorm';
+import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import {
-  CLOCK,
   DelayModule,
   DelayService,
   DelayedTaskHandler,
-  ManualClock,
+  TaskStateError,
   type DelayModuleOptions,
   type TaskContext,
 } from 'nest-delay';
+import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import type { TestDatabase } from '../support/test-database.js';
-import { DelayRuntime } from '../../packages/nest-delay/src/delay.runtime.js';
 
 /** What the test handlers do: record an effect row, or fail on demand. */
 export class HandlerBehaviour {
@@ -30,13 +29,23 @@ export class HandlerBehaviour {
   calls = 0;
 }
 
+/** One row per handler run that committed: which task, on which instance, at which attempt. */
 export const EFFECT_TABLE = `
   CREATE TABLE IF NOT EXISTS effect (
     id bigserial PRIMARY KEY,
     task_id bigint NOT NULL,
     instance text NOT NULL,
+    attempt int NOT NULL,
     at timestamptz NOT NULL
   )`;
+
+/** Writes one effect row through the handler's manager, so it commits with the task or not at all. */
+export async function recordEffect(manager: EntityManager, context: TaskContext<unknown>) {
+  await manager.query(
+    `INSERT INTO effect (task_id, instance, attempt, at) VALUES ($1, $2, $3, $4)`,
+    [context.task.id, context.instanceId, context.attempt, context.task.executedAt ?? new Date()],
+  );
+}
 
 @Injectable()
 export class TestHandlers {
@@ -47,7 +56,7 @@ export class TestHandlers {
   async effect(payload: { fail?: number } | null, context: TaskContext) {
     const { task, manager } = context;
     this.behaviour.calls++;
-    await record(manager, task.id, context.instanceId, task.executedAt ?? new Date());
+    await recordEffect(manager, context);
     await this.behaviour.afterEffect?.(payload, context);
     const failed = this.behaviour.failures.get(task.id) ?? 0;
     if (payload?.fail !== undefined && failed < payload.fail) {
@@ -58,23 +67,15 @@ export class TestHandlers {
 
   /** Writes its effect, then swallows a failed statement: the transaction is left aborted. */
   @DelayedTaskHandler('test.swallows-db-error')
-  async swallowsDbError(_payload: unknown, { task, manager, instanceId }: TaskContext) {
-    await record(manager, task.id, instanceId, new Date());
-    await manager.query('SELECT * FROM no_such_table').catch(() => undefined);
+  async swallowsDbError(_payload: unknown, context: TaskContext) {
+    await recordEffect(context.manager, context);
+    await context.manager.query('SELECT * FROM no_such_table').catch(() => undefined);
   }
 
   @DelayedTaskHandler('test.always-fails')
   alwaysFails(): never {
     throw new Error('this handler always fails');
   }
-}
-
-async function record(manager: EntityManager, taskId: string, instance: string, at: Date) {
-  await manager.query(`INSERT INTO effect (task_id, instance, at) VALUES ($1, $2, $3)`, [
-    taskId,
-    instance,
-    at,
-  ]);
 }
 
 @Module({})
@@ -90,65 +91,161 @@ class HandlersModule {
 export interface DelayTestApp {
   moduleRef: TestingModule;
   delay: DelayService;
-  runtime: DelayRuntime;
+  /** The package's test driver: runDue, advance, held, refresh, crash, assertScheduled, perform. */
+  tester: DelayTester;
   clock: ManualClock;
   behaviour: HandlerBehaviour;
+  /** The DataSource the delay module uses (the named one when `dataSourceName` is given). */
+  dataSource: DataSource;
   query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Effect rows written for this task (committed handler runs). */
+  effects(taskId: string): Promise<number>;
+  /**
+   * Cancels every pending task in the table through the API (so wheels let go
+   * of them too) and runs what is due: a test that counts what runs starts
+   * from a table where nothing else can run.
+   */
+  quiesce(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface DelayTestSetup {
+  clock?: ManualClock;
+  /** More modules beside the handlers (more handlers, a second DataSource...). */
+  modules?: DynamicModule[];
+  /** Runs after the module is compiled and before it boots: to wrap the runtime's parts. */
+  beforeInit?: (moduleRef: TestingModule) => void;
+  /** Receives Nest's log (default: silent, or the console with TEST_LOGS=1). */
+  logger?: LoggerService;
+  /** Register the DataSource under this name and give it to DelayModule as `dataSource`. */
+  dataSourceName?: string;
 }
 
 export async function createDelayTestApp(
   db: TestDatabase,
   options: DelayModuleOptions = {},
-  clock: ManualClock = new ManualClock(),
-  extraProviders: DynamicModule[] = [],
-  /** Runs after the module is compiled and before it boots: to wrap the runtime's parts. */
-  beforeInit?: (runtime: DelayRuntime) => void,
+  setup: DelayTestSetup = {},
 ): Promise<DelayTestApp> {
+  const { clock = new ManualClock(), modules = [], beforeInit, dataSourceName } = setup;
   const behaviour = new HandlerBehaviour();
-  const moduleRef = await Test.createTestingModule({
-    imports: [
-      TypeOrmModule.forRoot({
-        ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
-        // Some tests make queries fail on purpose; TEST_LOGS=1 shows them.
-        logging: process.env.TEST_LOGS ? ['error', 'warn'] : false,
-        retryAttempts: 0,
-      }),
-      DelayModule.forRoot({ concurrency: db.isServer ? undefined : 1, ...options }),
-      HandlersModule.register(behaviour),
-      ...extraProviders,
-    ],
-  })
-    .overrideProvider(CLOCK)
-    .useValue(clock)
-    .setLogger(process.env.TEST_LOGS ? new ConsoleLogger() : new SilentLogger())
+  const moduleRef = await useManualClock(
+    Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({
+          ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
+          ...(dataSourceName === undefined ? {} : { name: dataSourceName }),
+          // Some tests make queries fail on purpose; TEST_LOGS=1 shows them.
+          logging: process.env.TEST_LOGS ? ['error', 'warn'] : false,
+          retryAttempts: 0,
+        }),
+        DelayModule.forRoot({
+          concurrency: db.isServer ? undefined : 1,
+          ...options,
+          ...(dataSourceName === undefined ? {} : { dataSource: dataSourceName }),
+        }),
+        HandlersModule.register(behaviour),
+        ...modules,
+      ],
+    }),
+    clock,
+  )
+    .setLogger(setup.logger ?? (process.env.TEST_LOGS ? new ConsoleLogger() : new SilentLogger()))
     .compile();
-  const { DataSource } = await import('typeorm');
-  const dataSource = moduleRef.get(DataSource);
-  await dataSource.query(EFFECT_TABLE);
-  beforeInit?.(moduleRef.get(DelayRuntime));
+  const dataSource = moduleRef.get<DataSource>(getDataSourceToken(dataSourceName));
+  const query = <T = any>(sql: string, params?: unknown[]): Promise<T[]> =>
+    dataSource.query(sql, params);
   try {
+    await dataSource.query(EFFECT_TABLE);
+    beforeInit?.(moduleRef);
     await moduleRef.init();
   } catch (error) {
     // A failed boot must not leave its pool open behind the test.
     await moduleRef.close().catch(() => undefined);
     throw error;
   }
+  const delay = moduleRef.get(DelayService);
+  const tester = DelayTester.for(moduleRef);
   return {
     moduleRef,
-    delay: moduleRef.get(DelayService),
-    runtime: moduleRef.get(DelayRuntime),
+    delay,
+    tester,
     clock,
     behaviour,
-    query: (sql, params) => dataSource.query(sql, params),
+    dataSource,
+    query,
+    effects: async (taskId) =>
+      (
+        await query<{ n: number }>(`SELECT count(*)::int AS n FROM effect WHERE task_id = $1`, [
+          taskId,
+        ])
+      )[0].n,
+    async quiesce() {
+      const pending = await query<{ id: string }>(
+        `SELECT id FROM delayed_task
+         WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`,
+      );
+      for (const { id } of pending) {
+        // Another instance may have run it meanwhile: that is fine here.
+        await delay.cancel({ id }).catch((error: unknown) => {
+          if (!(error instanceof TaskStateError)) throw error;
+        });
+      }
+      await tester.runDue();
+    },
     close: () => moduleRef.close(),
   };
 }
 
-class SilentLogger implements LoggerService {
+export class SilentLogger implements LoggerService {
   log() {}
   warn() {}
   error() {}
   debug() {}
   verbose() {}
+}
+
+/** Keeps what Nest logs, to assert on warnings. */
+export class CapturingLogger implements LoggerService {
+  readonly entries: Array<{ level: string; message: string; context?: string }> = [];
+
+  private add(level: string, message: unknown, rest: unknown[]) {
+    const context = rest.length > 0 ? rest[rest.length - 1] : undefined;
+    this.entries.push({
+      level,
+      message: String(message),
+      context: typeof context === 'string' ? context : undefined,
+    });
+  }
+
+  log(message: unknown, ...rest: unknown[]) {
+    this.add('log', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]) {
+    this.add('warn', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    this.add('error', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]) {
+    this.add('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]) {
+    this.add('verbose', message, rest);
+  }
+
+  messages(level: string): string[] {
+    return this.entries.filter((e) => e.level === level).map((e) => e.message);
+  }
+}
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+
+/** The highest task id so far ('0' if none): tests that insert rows in bulk look only above it. */
+export async function lastTaskId(t: Pick<DelayTestApp, 'query'>): Promise<string> {
+  const [row] = await t.query<{ id: string }>(
+    `SELECT coalesce(max(id), 0)::text AS id FROM delayed_task`,
+  );
+  return row.id;
 }

@@ -1,8 +1,9 @@
-import { ManualClock } from 'nest-delay';
+import pg from 'pg';
+import { ManualClock } from 'nest-delay/testing';
+// Package-internal: the boot test slows the window load down, which no public API can do.
+import { DelayRuntime } from '../../packages/nest-delay/src/runtime/delay.runtime.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { createDelayTestApp } from './delay-test-app.js';
-
-const MINUTE = 60_000;
+import { MINUTE, createDelayTestApp } from './delay-test-app.js';
 
 describe('restart', () => {
   let db: TestDatabase;
@@ -13,20 +14,31 @@ describe('restart', () => {
 
   it('fires every task of an instance that stopped without draining, none twice, in due order', async () => {
     const clock = new ManualClock();
-    const first = await createDelayTestApp(db, { instanceId: 'first', lease: '30s' }, clock);
-    const scheduled = [];
+    const first = await createDelayTestApp(db, { instanceId: 'first', lease: '30s' }, { clock });
+    const ids: string[] = [];
     for (let i = 0; i < 60; i++) {
-      scheduled.push(
-        await first.delay.schedule({ type: 'test.effect', delay: (i % 20) * MINUTE + 1000 }),
-      );
+      const task = await first.delay.schedule({
+        type: 'test.effect',
+        delay: (i % 20) * MINUTE + 1000,
+      });
+      ids.push(task.id);
     }
     // Three (those due at +1 s) fired before the "crash".
-    clock.advance(1000);
-    await first.delay.drain();
-    const firedBefore = Number((await first.query(`SELECT count(*) FROM effect`))[0].count);
-    expect(firedBefore).toBe(3);
-    // The process dies: no drain, leases not handed back.
-    await first.runtime.shutdown(false);
+    const report = await first.tester.advance(1000);
+    expect(report.byType['test.effect']?.executed).toBe(3);
+    const firedBefore = await first.query<{ task_id: string }>(
+      `SELECT task_id::text FROM effect WHERE task_id = ANY($1) ORDER BY task_id`,
+      [ids],
+    );
+    expect(firedBefore.map((r) => r.task_id)).toEqual([ids[0], ids[20], ids[40]]);
+    // The process dies: nothing more runs, leases not handed back.
+    await first.tester.crash();
+    const [{ leased }] = await first.query(
+      `SELECT count(*)::int AS leased FROM delayed_task WHERE id = ANY($1) AND locked_by = 'first'
+         AND executed_at IS NULL`,
+      [ids],
+    );
+    expect(leased).toBe(57);
     await first.close();
 
     // The app is down for 30 minutes: every remaining task falls due meanwhile.
@@ -35,26 +47,29 @@ describe('restart', () => {
     const second = await createDelayTestApp(
       db,
       { instanceId: 'second', lease: '30s', concurrency: 1 },
-      clock,
+      { clock },
     );
     try {
       // The first instance's lease expired long ago: the second takes its tasks at boot.
-      await second.delay.drain();
-      const rows = await second.query<{ task_id: string; n: number; first_at: Date }>(
-        `SELECT task_id, count(*)::int AS n, min(e.id) AS first_effect FROM effect e GROUP BY task_id`,
+      await second.tester.runDue();
+      const rows = await second.query<{ task_id: string; n: number }>(
+        `SELECT task_id::text, count(*)::int AS n FROM effect WHERE task_id = ANY($1) GROUP BY task_id`,
+        [ids],
       );
       expect(rows).toHaveLength(60);
       expect(rows.every((r) => r.n === 1)).toBe(true);
       // Overdue tasks ran in due order.
       const order = await second.query<{ task_id: string }>(
-        `SELECT e.task_id FROM effect e JOIN delayed_task t ON t.id = e.task_id WHERE e.instance = 'second' ORDER BY e.id`,
+        `SELECT e.task_id::text FROM effect e WHERE e.instance = 'second' AND e.task_id = ANY($1)
+         ORDER BY e.id`,
+        [ids],
       );
+      expect(order).toHaveLength(57);
       const dueOrder = await second.query<{ id: string }>(
         `SELECT id FROM delayed_task WHERE id = ANY($1) ORDER BY due_at, id`,
         [order.map((o) => o.task_id)],
       );
       expect(order.map((o) => o.task_id)).toEqual(dueOrder.map((r) => r.id));
-      expect(scheduled).toHaveLength(60);
     } finally {
       await second.close();
     }
@@ -62,16 +77,17 @@ describe('restart', () => {
 
   it('a restart under the same instance id takes its own tasks back at once', async () => {
     const clock = new ManualClock();
-    const first = await createDelayTestApp(db, { instanceId: 'same' }, clock);
+    const first = await createDelayTestApp(db, { instanceId: 'same' }, { clock });
     const task = await first.delay.schedule({ type: 'test.effect', delay: MINUTE });
-    await first.runtime.shutdown(false);
+    expect(first.tester.isHeld(task.id)).toBe(true);
+    await first.tester.crash();
     await first.close();
-    const again = await createDelayTestApp(db, { instanceId: 'same' }, clock);
+    const again = await createDelayTestApp(db, { instanceId: 'same' }, { clock });
     try {
-      expect(again.runtime.wheel.has(Number(task.id))).toBe(true);
-      clock.advance(MINUTE);
-      await again.delay.drain();
-      expect((await again.delay.get(task.id))?.state).toBe('executed');
+      expect(again.tester.isHeld(task.id)).toBe(true);
+      await again.tester.advance(MINUTE);
+      expect((await again.delay.get({ id: task.id }))?.state).toBe('executed');
+      expect(await again.effects(task.id)).toBe(1);
     } finally {
       await again.close();
     }
@@ -86,41 +102,63 @@ describe('a boot with much to do', () => {
   afterEach(() => db?.drop());
 
   /** 100 tasks from an instance that left cleanly (its leases handed back), due from +1 min. */
-  async function leftBehind(clock: ManualClock, instanceId: string) {
-    const app = await createDelayTestApp(db, { instanceId }, clock);
+  async function leftBehind(clock: ManualClock, instanceId: string): Promise<string[]> {
+    const app = await createDelayTestApp(db, { instanceId }, { clock });
+    const ids: string[] = [];
     for (let i = 0; i < 100; i++)
-      await app.delay.schedule({ type: 'test.effect', delay: MINUTE + i * 1000 });
-    await app.runtime.shutdown(true);
+      ids.push((await app.delay.schedule({ type: 'test.effect', delay: MINUTE + i * 1000 })).id);
+    expect(ids.every((id) => app.tester.isHeld(id))).toBe(true);
     await app.close();
+    // Its pool is closed: look with a connection of our own.
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        `SELECT count(locked_by)::int AS leased FROM delayed_task WHERE id = ANY($1)`,
+        [ids],
+      );
+      expect(rows[0].leased).toBe(0);
+    } finally {
+      await client.end();
+    }
+    return ids;
   }
 
   // Leasing each overdue row and loading it into the wheel only to fire it at
   // once would write every row one more time (a third of a backlog's cost).
   it('claims tasks that fell due while no instance ran straight from the table: never leased, each once, in due order', async () => {
     const clock = new ManualClock();
-    await leftBehind(clock, 'left');
+    const ids = await leftBehind(clock, 'left');
     clock.advance(10 * MINUTE);
     const back = await createDelayTestApp(
       db,
       { instanceId: 'drainer', loadPageSize: 20, concurrency: 1, batchSize: 30 },
-      clock,
+      { clock },
     );
     try {
-      await back.delay.drain();
+      await back.tester.runDue();
       const rows = await back.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM effect GROUP BY task_id`,
+        `SELECT count(*)::int AS n FROM effect WHERE task_id = ANY($1) GROUP BY task_id`,
+        [ids],
       );
       expect(rows).toHaveLength(100);
       expect(rows.every((r) => r.n === 1)).toBe(true);
       const [{ executed, leased }] = await back.query(
-        `SELECT count(executed_at)::int AS executed, count(locked_by)::int AS leased FROM delayed_task`,
+        `SELECT count(executed_at)::int AS executed, count(locked_by)::int AS leased
+         FROM delayed_task WHERE id = ANY($1)`,
+        [ids],
       );
       expect(executed).toBe(100);
       expect(leased).toBe(0);
-      expect(back.runtime.stats).toMatchObject({ executed: 100, held: 0 });
-      const order = await back.query<{ task_id: string }>(`SELECT task_id FROM effect ORDER BY id`);
+      // Counted from boot: the drain may have begun before runDue was called.
+      expect(back.delay.stats()).toMatchObject({ executed: 100, held: 0, drainingBacklog: false });
+      const order = await back.query<{ task_id: string }>(
+        `SELECT task_id::text FROM effect WHERE task_id = ANY($1) ORDER BY id`,
+        [ids],
+      );
       const dueOrder = await back.query<{ id: string }>(
-        `SELECT id FROM delayed_task ORDER BY due_at, id`,
+        `SELECT id FROM delayed_task WHERE id = ANY($1) ORDER BY due_at, id`,
+        [ids],
       );
       expect(order.map((o) => o.task_id)).toEqual(dueOrder.map((r) => r.id));
     } finally {
@@ -133,22 +171,30 @@ describe('a boot with much to do', () => {
   // second page would keep it from ever finishing.
   it('starts the wheel after the first page of the window; the rest loads behind it', async () => {
     const clock = new ManualClock();
-    await leftBehind(clock, 'gone');
+    const ids = await leftBehind(clock, 'gone');
 
     let openGate: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (openGate = resolve));
     let pages = 0;
     const booting = createDelayTestApp(
       db,
-      { instanceId: 'back', loadPageSize: 20 },
-      clock,
-      [],
-      (runtime) => {
-        const leaseDue = runtime.store.leaseDue.bind(runtime.store);
-        runtime.store.leaseDue = async (...args: Parameters<typeof leaseDue>) => {
-          if (++pages > 1) await gate;
-          return leaseDue(...args);
-        };
+      // A lease long enough that no heartbeat or loader round falls within
+      // the test's 80 s: the only loads are boot's own (a round would start a
+      // second load loop beside the background one, and ask for a third page).
+      { instanceId: 'back', loadPageSize: 20, lease: '10m' },
+      {
+        clock,
+        beforeInit: (moduleRef) => {
+          const loader = moduleRef.get(DelayRuntime).loader as unknown as {
+            loadPage(): Promise<boolean>;
+          };
+          const loadPage = loader.loadPage.bind(loader);
+          expect(typeof loadPage).toBe('function');
+          loader.loadPage = async () => {
+            if (++pages > 1) await gate;
+            return loadPage();
+          };
+        },
       },
     );
     let timer: NodeJS.Timeout | undefined;
@@ -163,20 +209,26 @@ describe('a boot with much to do', () => {
       throw new Error('boot waited for the whole window before starting the wheel');
     }
     try {
-      expect(booted.runtime.wheel.size).toBe(20);
+      expect(booted.tester.held).toBe(20);
+      expect(ids.slice(0, 20).every((id) => booted.tester.isHeld(id))).toBe(true);
       clock.advance(MINUTE + 19_000); // the first page's tasks fall due
       const effects = async () =>
-        Number((await booted.query(`SELECT count(*) FROM effect`))[0].count);
+        (
+          await booted.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM effect WHERE task_id = ANY($1)`,
+            [ids],
+          )
+        )[0].n;
       for (let waited = 0; (await effects()) < 20 && waited < 10_000; waited += 10)
         await new Promise((resolve) => setTimeout(resolve, 10));
       expect(await effects()).toBe(20);
       expect(pages).toBe(2); // the second page is waiting at the gate
 
       openGate();
-      clock.advance(2 * MINUTE);
-      await booted.delay.drain();
+      await booted.tester.advance(2 * MINUTE);
       const rows = await booted.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM effect GROUP BY task_id`,
+        `SELECT count(*)::int AS n FROM effect WHERE task_id = ANY($1) GROUP BY task_id`,
+        [ids],
       );
       expect(rows).toHaveLength(100);
       expect(rows.every((r) => r.n === 1)).toBe(true);
@@ -199,7 +251,7 @@ describe('a crash between claim and commit', () => {
     const first = await createDelayTestApp(
       db,
       { instanceId: 'hangs', shutdownTimeout: '200ms' },
-      clock,
+      { clock },
     );
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
@@ -209,20 +261,18 @@ describe('a crash between claim and commit', () => {
       return new Promise<void>(() => undefined);
     };
     const task = await first.delay.schedule({ type: 'test.effect', delay: 1000 });
-    clock.advance(1000);
-    void first.delay.drain().catch(() => undefined);
+    void first.tester.advance(1000).catch(() => undefined);
     await inHandler;
     await first.close();
 
-    const second = await createDelayTestApp(db, { instanceId: 'hangs' }, clock);
+    const second = await createDelayTestApp(db, { instanceId: 'hangs' }, { clock });
     try {
-      await second.delay.drain();
-      expect(await second.delay.get(task.id)).toMatchObject({ state: 'executed', attempts: 1 });
-      expect(
-        (
-          await second.query(`SELECT count(*)::int AS n FROM effect WHERE task_id = $1`, [task.id])
-        )[0].n,
-      ).toBe(1);
+      await second.tester.runDue();
+      expect(await second.delay.get({ id: task.id })).toMatchObject({
+        state: 'executed',
+        attempts: 1,
+      });
+      expect(await second.effects(task.id)).toBe(1);
       expect(second.behaviour.calls).toBe(1);
     } finally {
       await second.close();

@@ -1,8 +1,7 @@
-import { CLAIM_TASKS } from '../../packages/nest-delay/src/sql/claim-tasks.js';
+// Package-internal: the claim statement itself, to read its query plan.
+import { claimTasks } from '../../packages/nest-delay/src/store/claim-statements.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
-
-const HOUR = 3_600_000;
+import { HOUR, createDelayTestApp, lastTaskId, type DelayTestApp } from './delay-test-app.js';
 
 /** Every index the plan of a statement uses, walked out of EXPLAIN (FORMAT JSON). */
 function indexesIn(plan: unknown): string[] {
@@ -28,34 +27,46 @@ describe('a large delayed_task table', () => {
 
   it('bounded memory: holds none of 200,000 tasks due beyond the window, and loads each as it comes within it', async () => {
     const now = t.clock.now();
+    const after = await lastTaskId(t);
+    const heldBefore = t.tester.held;
     await t.query(
       `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
        SELECT 'test.effect', 'null', $1::timestamptz + interval '2 hours' + g * interval '100 milliseconds', $2, $2
        FROM generate_series(1, 200000) g`,
       [new Date(now), new Date(now)],
     );
-    await t.runtime.refresh();
-    expect(t.runtime.wheel.size).toBe(0);
+    await t.tester.refresh();
+    expect(t.tester.held).toBe(heldBefore);
+    const leasedOfBulk = async () =>
+      (
+        await t.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM delayed_task
+           WHERE id > $1 AND locked_by IS NOT NULL AND executed_at IS NULL`,
+          [after],
+        )
+      )[0].n;
+    expect(await leasedOfBulk()).toBe(0);
 
     // A task scheduled through the API within the window goes straight into the wheel;
     // one beyond it does not.
     const near = await t.delay.schedule({ type: 'test.effect', delay: '10m' });
     const far = await t.delay.schedule({ type: 'test.effect', delay: '5h' });
-    expect(t.runtime.wheel.has(Number(near.id))).toBe(true);
-    expect(t.runtime.wheel.has(Number(far.id))).toBe(false);
-    expect(t.runtime.wheel.size).toBe(1);
+    expect(t.tester.isHeld(near.id)).toBe(true);
+    expect(t.tester.isHeld(far.id)).toBe(false);
+    expect(t.tester.held).toBe(heldBefore + 1);
+    expect(near.lockedBy).not.toBeNull();
+    expect(far.lockedBy).toBeNull();
 
     // One hour and one minute later the window's horizon is 2 h 1 m from the start:
     // it reaches the tasks with g × 100 ms < 60 s, that is g = 1..599.
     t.clock.advance(HOUR + 60_000);
-    await t.runtime.refresh();
-    await t.delay.drain();
-    expect(t.runtime.wheel.size).toBe(599);
-    const [{ leased }] = await t.query(
-      `SELECT count(*)::int AS leased FROM delayed_task WHERE locked_by IS NOT NULL AND executed_at IS NULL`,
-    );
-    expect(leased).toBe(599);
-    expect((await t.delay.get(near.id))?.state).toBe('executed');
+    await t.tester.refresh();
+    await t.tester.runDue();
+    expect(t.tester.held).toBe(heldBefore + 599);
+    // (`near` ran; `far`, due at 5 h, is not within the window yet.)
+    expect(await leasedOfBulk()).toBe(599);
+    expect(t.tester.isHeld(far.id)).toBe(false);
+    expect((await t.delay.get({ id: near.id }))?.state).toBe('executed');
   }, 120_000);
 
   // 100,000 more tasks inserted at once and all due: the statistics do not
@@ -70,11 +81,17 @@ describe('a large delayed_task table', () => {
        FROM generate_series(1, 100000) RETURNING id`,
       [now],
     );
-    const ids = inserted.slice(50_000, 50_050).map((row) => Number(row.id));
-    const [{ 'QUERY PLAN': plan }] = await t.query(`EXPLAIN (FORMAT JSON) ${CLAIM_TASKS}`, [
+    const ids = inserted.slice(50_000, 50_050).map((row) => row.id);
+    // The statement claimTasks runs, with its parameters, explained instead of run.
+    const plans = await claimTasks(
+      {
+        rows: <T>(text: string, params: unknown[]) =>
+          t.query<T>(`EXPLAIN (FORMAT JSON) ${text}`, params),
+      },
       ids,
       now,
-    ]);
+    );
+    const [{ 'QUERY PLAN': plan }] = plans as unknown as Array<{ 'QUERY PLAN': unknown }>;
     const indexes = indexesIn(plan);
     expect(indexes.length).toBeGreaterThan(0);
     expect(new Set(indexes)).toEqual(new Set(['delayed_task_pkey']));

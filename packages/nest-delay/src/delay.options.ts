@@ -78,6 +78,13 @@ function positiveInteger(value: number | undefined, name: string, fallback: numb
   return value;
 }
 
+function atMost(value: number, limit: number, name: string): number {
+  if (value > limit) {
+    throw new TypeError(`DelayModule option ${name} must be at most ${limit}; got ${value}`);
+  }
+  return value;
+}
+
 function durationOption(value: Duration | undefined, name: string, fallback: Duration): number {
   return parseDuration(value ?? fallback, `DelayModule option ${name}`);
 }
@@ -111,7 +118,11 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     // Three heartbeats per lease: one lost or late beat does not cost the lease.
     heartbeatMs: Math.max(250, Math.floor(leaseMs / 3)),
     loadPageSize: positiveInteger(options.loadPageSize, 'loadPageSize', 5000),
-    maxAttempts: positiveInteger(options.retry?.maxAttempts, 'retry.maxAttempts', 5),
+    maxAttempts: atMost(
+      positiveInteger(options.retry?.maxAttempts, 'retry.maxAttempts', 5),
+      1000,
+      'retry.maxAttempts',
+    ),
     backoff: resolveBackoff(options.retry, DEFAULT_BACKOFF, 'DelayModule option retry'),
     instanceId: options.instanceId ?? defaultInstanceId(),
     allowUnknownTypes: options.allowUnknownTypes ?? false,

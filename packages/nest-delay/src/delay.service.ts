@@ -71,6 +71,13 @@ export class DelayService {
   ): Promise<BulkScheduleResult[]> {
     if (!Array.isArray(requests)) throw new DelayValidationError('requests', 'must be an array');
     const reqs = requests.map((request, i) => this.normalize(request, `requests[${i}].`));
+    const replacing = reqs.findIndex((req) => req.ifExists === 'replace');
+    if (replacing !== -1) {
+      throw new DelayValidationError(
+        `requests[${replacing}].ifExists`,
+        "'replace' is not supported by scheduleMany, whose duplicates keep their task; use schedule",
+      );
+    }
     if (reqs.length === 0) return [];
     const { manager } = options;
     const sql = this.db.in(manager);
@@ -218,7 +225,12 @@ export class DelayService {
     return toTask<JsonValue>(row);
   }
 
-  /** Keeps the wheel in step with a row just written: held if leased here, let go if not pending. */
+  /**
+   * Keeps the wheel in step with a row just written or found: held if leased
+   * here, let go if leased elsewhere. An unleased row keeps whatever hold it
+   * has (a task written in a caller's transaction is held without a lease),
+   * moved to its due time.
+   */
   private track(row: TaskRow, inCallerTransaction: boolean): void {
     if (stateOf(row) !== 'pending') return;
     const dueAtMs = row.due_at.getTime();
@@ -227,6 +239,7 @@ export class DelayService {
       if (this.policy.isRunning && this.policy.isWithinWindow(dueAtMs, this.now()))
         this.wheel.holdNoLaterThan(row.id, dueAtMs);
     } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, dueAtMs);
-    else this.wheel.release(row.id);
+    else if (row.locked_by !== null) this.wheel.release(row.id);
+    else if (this.wheel.has(row.id)) this.wheel.hold(row.id, dueAtMs);
   }
 }

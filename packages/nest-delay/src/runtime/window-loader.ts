@@ -14,7 +14,6 @@ import type { TaskWheel } from './task-wheel.js';
  */
 export class WindowLoader implements LifecycleService {
   private readonly rounds: PeriodicRound;
-  private background: Promise<void> | undefined;
   private stopped = false;
 
   constructor(
@@ -35,7 +34,7 @@ export class WindowLoader implements LifecycleService {
 
   /** A load is under way. */
   get busy(): boolean {
-    return this.rounds.busy || this.background !== undefined;
+    return this.rounds.busy;
   }
 
   /**
@@ -43,17 +42,8 @@ export class WindowLoader implements LifecycleService {
    * start turning while the rest of a large window loads behind it.
    */
   async start(): Promise<void> {
-    if (await this.loadPage()) {
-      this.background = this.loadAll()
-        .catch((error: unknown) =>
-          this.ctx.logger.error(
-            `Delay loader failed while loading the window, trying again in ${this.ctx.options.heartbeatMs} ms: ${errorText(error)}`,
-          ),
-        )
-        .finally(() => {
-          this.background = undefined;
-        });
-    }
+    // The rest loads as a round, so a timer's round joins it instead of racing it.
+    if (await this.loadPage()) void this.rounds.runNow();
     this.rounds.start();
   }
 
@@ -65,7 +55,6 @@ export class WindowLoader implements LifecycleService {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.rounds.stop();
-    await this.background;
   }
 
   private async loadAll(): Promise<void> {

@@ -83,7 +83,7 @@ export class DelayTester {
     return this.runDue();
   }
 
-  /** Runs everything due by now, including retries that fall due meanwhile; reports what ran. */
+  /** Runs everything due by now (and whatever falls due while it runs); reports what ran. */
   async runDue(): Promise<RunReport> {
     const before = this.runtime.executor.stats.snapshot();
     await this.runtime.settle();
