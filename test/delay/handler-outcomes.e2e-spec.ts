@@ -252,7 +252,7 @@ describe('per-handler options', () => {
 });
 
 describe('handler context', () => {
-  it('is { task, manager, attempt, instanceId }, the manager in the claim transaction', async () => {
+  it('is { task, manager, attempt, instanceId, signal }, the manager in the claim transaction', async () => {
     const task = await t.delay.schedule({
       type: 'outcome.context',
       delay: '1m',
@@ -262,7 +262,14 @@ describe('handler context', () => {
     await t.tester.advance('1m');
     expect(seen.has(task.id)).toBe(true);
     const { context, inTransaction } = seen.get(task.id)!;
-    expect(Object.keys(context).sort()).toEqual(['attempt', 'instanceId', 'manager', 'task']);
+    expect(Object.keys(context).sort()).toEqual([
+      'attempt',
+      'instanceId',
+      'manager',
+      'signal',
+      'task',
+    ]);
+    expect(context.signal.aborted).toBe(false);
     expect(context.attempt).toBe(1);
     expect(context.instanceId).toBe('outcomes');
     expect(inTransaction).toBe(true);

@@ -90,9 +90,13 @@ describe('a large delayed_task table', () => {
       },
       ids,
       now,
+      '0',
+      false,
+      70_000,
     );
     const [{ 'QUERY PLAN': plan }] = plans as unknown as Array<{ 'QUERY PLAN': unknown }>;
-    const indexes = indexesIn(plan);
+    // delayed_task is reached by primary key only (delay_attempt, a row per claim in flight, aside).
+    const indexes = indexesIn(plan).filter((name) => name.startsWith('delayed_task'));
     expect(indexes.length).toBeGreaterThan(0);
     expect(new Set(indexes)).toEqual(new Set(['delayed_task_pkey']));
   }, 60_000);

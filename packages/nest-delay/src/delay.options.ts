@@ -19,6 +19,8 @@ export interface HandlerOptions {
   maxAttempts?: number;
   /** Backoff between this type's attempts (default: the module's `retry`). */
   retry?: Omit<RetryPolicy, 'maxAttempts'>;
+  /** How long one attempt may run before its signal aborts (default: the module's `handlerTimeout`). */
+  timeout?: Duration;
 }
 
 /** A backoff with every field known. */
@@ -50,6 +52,12 @@ export interface DelayModuleOptions {
   allowUnknownTypes?: boolean;
   /** How long shutdown waits for in-flight handlers (default 10s). */
   shutdownTimeout?: Duration;
+  /**
+   * How long one attempt of a handler may run (default 60s; a handler may set
+   * its own). At the timeout its context's `signal` aborts; a handler still
+   * running a grace period later is cut off and the attempt counts as failed.
+   */
+  handlerTimeout?: Duration;
 }
 
 export interface ResolvedDelayOptions {
@@ -65,6 +73,7 @@ export interface ResolvedDelayOptions {
   instanceId: string;
   allowUnknownTypes: boolean;
   shutdownTimeoutMs: number;
+  handlerTimeoutMs: number;
   backoff: Backoff;
 }
 
@@ -83,6 +92,15 @@ function atMost(value: number, limit: number, name: string): number {
     throw new TypeError(`DelayModule option ${name} must be at most ${limit}; got ${value}`);
   }
   return value;
+}
+
+function positiveDuration(value: Duration | undefined, name: string, fallback: Duration): number {
+  const ms = durationOption(value, name, fallback);
+  if (ms < 1 || ms > 2 ** 31 - 1) {
+    // setTimeout's limit: beyond it a timer fires after 1 ms.
+    throw new TypeError(`DelayModule option ${name} must be from 1 ms to 24.8 days; got ${ms} ms`);
+  }
+  return ms;
 }
 
 function durationOption(value: Duration | undefined, name: string, fallback: Duration): number {
@@ -127,6 +145,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     instanceId: options.instanceId ?? defaultInstanceId(),
     allowUnknownTypes: options.allowUnknownTypes ?? false,
     shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
+    handlerTimeoutMs: positiveDuration(options.handlerTimeout, 'handlerTimeout', '60s'),
   };
 }
 

@@ -6,6 +6,7 @@ import {
   type ResolvedDelayOptions,
 } from './delay.options.js';
 import { DELAY_OPTIONS } from './delay.tokens.js';
+import { parseDuration } from './duration.js';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
 import type { TaskOutcome } from './task-outcome.js';
 import type { TaskContext } from './task.types.js';
@@ -22,16 +23,22 @@ export interface RegisteredHandler {
   name: string;
   maxAttempts: number;
   backoff: Backoff;
+  /** One attempt's time limit; see the module option handlerTimeout. */
+  timeoutMs: number;
 }
 
 /** Task type → the one function that runs it. Filled at boot by the explorer. */
 @Injectable()
 export class HandlerRegistry {
   private readonly handlers = new Map<string, RegisteredHandler>();
-  private readonly defaults: { maxAttempts: number; backoff: Backoff };
+  private readonly defaults: { maxAttempts: number; backoff: Backoff; timeoutMs: number };
 
   constructor(@Inject(DELAY_OPTIONS) options: ResolvedDelayOptions) {
-    this.defaults = { maxAttempts: options.maxAttempts, backoff: options.backoff };
+    this.defaults = {
+      maxAttempts: options.maxAttempts,
+      backoff: options.backoff,
+      timeoutMs: options.handlerTimeoutMs,
+    };
   }
 
   register(type: string, fn: TaskHandlerFn, name: string, options: HandlerOptions = {}): void {
@@ -50,7 +57,14 @@ export class HandlerRegistry {
       );
     }
     const backoff = resolveBackoff(options.retry, this.defaults.backoff, `${where} retry`);
-    this.handlers.set(type, { fn, name, maxAttempts, backoff });
+    const timeoutMs =
+      options.timeout === undefined
+        ? this.defaults.timeoutMs
+        : parseDuration(options.timeout, `${where} timeout`);
+    if (timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+      throw new TypeError(`${where} timeout must be from 1 ms to 24.8 days; got ${timeoutMs} ms`);
+    }
+    this.handlers.set(type, { fn, name, maxAttempts, backoff, timeoutMs });
   }
 
   get(type: string): RegisteredHandler | undefined {
@@ -65,6 +79,13 @@ export class HandlerRegistry {
   /** Backoff for a failed task of this type: its handler's, else the module's. */
   backoffOf(type: string): Backoff {
     return this.handlers.get(type)?.backoff ?? this.defaults.backoff;
+  }
+
+  /** The longest attempt any handler here may take: the Postgres-side backstop is set above it. */
+  longestTimeoutMs(): number {
+    let longest = this.defaults.timeoutMs;
+    for (const handler of this.handlers.values()) longest = Math.max(longest, handler.timeoutMs);
+    return longest;
   }
 
   has(type: string): boolean {

@@ -73,6 +73,12 @@ export interface TaskContext<P = JsonValue> {
   manager: EntityManager;
   /** This attempt's number, from 1. */
   attempt: number;
+  /**
+   * Aborts when the attempt reaches its timeout (handler option `timeout`,
+   * module option `handlerTimeout`): pass it to fetch, or stop when it fires.
+   * A handler still running a grace period later is cut off.
+   */
+  signal: AbortSignal;
   /** The instance running it (DelayModule option instanceId). */
   instanceId: string;
 }

@@ -1,5 +1,6 @@
 import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
 import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedAt.js';
+import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -9,4 +10,8 @@ import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedA
  * keeps the name it had when it lived in the app, so a database created
  * before the package existed upgrades in place.
  */
-export const delayMigrations = [CreateDelayedTask1763800000000, DelayDropLockedAt1763900000000];
+export const delayMigrations = [
+  CreateDelayedTask1763800000000,
+  DelayDropLockedAt1763900000000,
+  DelayAttempts1764000000000,
+];

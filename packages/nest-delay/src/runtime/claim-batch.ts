@@ -1,12 +1,20 @@
 import { retryDelayMs } from '../delay.options.js';
 import { errorText, noHandlerAtRun } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { claimTasks, deadLetter, retryLater, snoozeTask } from '../store/claim-statements.js';
+import {
+  claimTasks,
+  deadLetter,
+  deadLetterUnrun,
+  retryLater,
+  snoozeTask,
+  type ClaimRow,
+} from '../store/claim-statements.js';
 import type { ClaimConnection } from '../store/sql.js';
 import { toTask, type TaskRow } from '../store/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext } from './delay-context.js';
+import { HandlerCutOff, withDeadline } from './handler-deadline.js';
 
 /** What became of one claimed task. `held`: due again within the window, so this wheel keeps it. */
 export type Outcome =
@@ -16,13 +24,31 @@ export type Outcome =
 
 export interface BatchResult {
   claimedIds: Set<TaskId>;
+  /** Tasks whose last attempt was cut off, not claimed in a batch: each gets a claim of its own. */
+  deferred: TaskId[];
   outcomes: Outcome[];
   /** The optimistic pass failed and the batch ran again, fenced task by task. */
   rerun: boolean;
 }
 
-const REDO = Symbol('redo');
+/** The optimistic pass failed: rerun fenced, failing these tasks without running them again. */
+class Redo {
+  constructor(readonly failures: Map<TaskId, unknown>) {}
+}
 const SAVEPOINT = 'delayed_task';
+/** How long a handler gets after its signal aborts before it is cut off. */
+const GRACE_MS = 1000;
+/** Postgres-side limits sit this far above the longest handler timeout. */
+const BACKSTOP_MARGIN_MS = 10_000;
+
+/** One claim's parameters beyond its ids. */
+export interface ClaimPlan {
+  nowMs: number;
+  /** Its row in delay_attempt, deleted by the claim. */
+  attemptId: string;
+  /** A claim of one task whose last attempt was cut off: the only kind that may claim such a task. */
+  alone: boolean;
+}
 
 /**
  * One claim transaction: claims the due tasks among `ids`, runs their handlers
@@ -41,55 +67,75 @@ export class ClaimBatch {
     private readonly registry: HandlerRegistry,
   ) {}
 
-  async run(connection: ClaimConnection, ids: TaskId[], nowMs: number): Promise<BatchResult> {
+  async run(connection: ClaimConnection, ids: TaskId[], plan: ClaimPlan): Promise<BatchResult> {
+    let known = new Map<TaskId, unknown>();
     if (ids.length > 1) {
-      const result = await this.transaction(connection, ids, nowMs, false);
-      if (result !== REDO) return result;
+      const result = await this.transaction(connection, ids, plan, undefined);
+      if (!(result instanceof Redo)) return result;
+      known = result.failures;
     }
-    const result = await this.transaction(connection, ids, nowMs, true);
-    if (result === REDO) throw new Error('a fenced batch cannot be redone');
+    const result = await this.transaction(connection, ids, plan, known);
+    if (result instanceof Redo) throw new Error('a fenced batch cannot be redone');
     return { ...result, rerun: ids.length > 1 };
   }
 
+  /** `known` undefined: the optimistic pass; else fenced, with the failures the optimistic pass saw. */
   private async transaction(
     connection: ClaimConnection,
     ids: TaskId[],
-    nowMs: number,
-    fenced: boolean,
-  ): Promise<BatchResult | typeof REDO> {
+    plan: ClaimPlan,
+    known: Map<TaskId, unknown> | undefined,
+  ): Promise<BatchResult | Redo> {
     const { runner, sql } = connection;
     await runner.startTransaction();
     try {
-      const claimed = (await claimTasks(sql, ids, new Date(nowMs))).sort(
-        (a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id),
+      const rows = await claimTasks(
+        sql,
+        ids,
+        new Date(plan.nowMs),
+        plan.attemptId,
+        plan.alone,
+        this.registry.longestTimeoutMs() + GRACE_MS + BACKSTOP_MARGIN_MS,
       );
-      const outcomes = fenced
-        ? await this.runFenced(connection, claimed, nowMs)
-        : await this.runOptimistic(connection, claimed, nowMs);
-      if (outcomes === REDO) {
+      const claimed = rows
+        .filter((row) => row.claimed)
+        .sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
+      const outcomes = known
+        ? await this.runFenced(connection, claimed, plan.nowMs, known)
+        : await this.runOptimistic(connection, claimed, plan.nowMs);
+      if (outcomes instanceof Redo) {
         await runner.rollbackTransaction();
-        return REDO;
+        return outcomes;
       }
       await runner.commitTransaction();
-      return { claimedIds: new Set(claimed.map((row) => row.id)), outcomes, rerun: false };
+      return {
+        claimedIds: new Set(claimed.map((row) => row.id)),
+        deferred: rows.filter((row) => !row.claimed).map((row) => row.id),
+        outcomes,
+        rerun: false,
+      };
     } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      // A cut-off connection is gone, its transaction with it: nothing to roll back.
+      if (error instanceof HandlerCutOff) connection.cutOff();
+      else if (runner.isTransactionActive)
+        await runner.rollbackTransaction().catch(() => undefined);
       throw error;
     }
   }
 
   private async runOptimistic(
     connection: ClaimConnection,
-    claimed: TaskRow[],
+    claimed: ClaimRow[],
     nowMs: number,
-  ): Promise<Outcome[] | typeof REDO> {
+  ): Promise<Outcome[] | Redo> {
     const outcomes: Outcome[] = [];
     for (const row of claimed) {
       let returned: unknown;
       try {
         returned = await this.invoke(connection, row);
-      } catch {
-        return REDO;
+      } catch (error) {
+        if (error instanceof HandlerCutOff) throw error;
+        return new Redo(new Map([[row.id, error]]));
       }
       outcomes.push(await this.settle(connection, row, returned, nowMs));
     }
@@ -98,15 +144,16 @@ export class ClaimBatch {
     try {
       await connection.sql.rows('SELECT 1', []);
     } catch {
-      return REDO;
+      return new Redo(new Map());
     }
     return outcomes;
   }
 
   private async runFenced(
     connection: ClaimConnection,
-    claimed: TaskRow[],
+    claimed: ClaimRow[],
     nowMs: number,
+    known: Map<TaskId, unknown>,
   ): Promise<Outcome[]> {
     const outcomes: Outcome[] = [];
     for (const [index, row] of claimed.entries()) {
@@ -121,7 +168,12 @@ export class ClaimBatch {
           nowMs,
           `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
         );
-      outcomes.push(await this.runOne(connection, row, nowMs));
+      // A task that already failed this attempt is not run a second time in it.
+      outcomes.push(
+        known.has(row.id)
+          ? await this.fail(connection, row, known.get(row.id), nowMs)
+          : await this.runOne(connection, row, nowMs),
+      );
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
@@ -162,27 +214,46 @@ export class ClaimBatch {
   }
 
   /** One task, after its savepoint was taken. */
-  private async runOne(connection: ClaimConnection, row: TaskRow, nowMs: number): Promise<Outcome> {
+  private async runOne(
+    connection: ClaimConnection,
+    row: ClaimRow,
+    nowMs: number,
+  ): Promise<Outcome> {
     let returned: unknown;
     try {
       returned = await this.invoke(connection, row);
     } catch (error) {
+      if (error instanceof HandlerCutOff) throw error;
       await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
       return this.fail(connection, row, error, nowMs);
     }
     return this.settle(connection, row, returned, nowMs);
   }
 
-  /** Runs the handler; a task whose type has no handler here resolves to a discard. */
-  private async invoke(connection: ClaimConnection, row: TaskRow): Promise<unknown> {
+  /**
+   * Runs the handler under its timeout. A task without a handler here, or
+   * whose cut-off attempts used up its maxAttempts, resolves to a discard
+   * without running.
+   */
+  private async invoke(connection: ClaimConnection, row: ClaimRow): Promise<unknown> {
+    if (row.interrupted_at && row.attempts > row.max_attempts) return EXHAUSTED;
     const handler = this.registry.get(row.type);
     if (!handler) return TaskOutcome.discard(noHandlerAtRun(row.type));
-    return handler.fn(row.payload, {
-      task: toTask(row),
-      manager: connection.runner.manager,
-      attempt: row.attempts,
-      instanceId: this.ctx.options.instanceId,
-    });
+    return withDeadline(
+      (signal) =>
+        Promise.resolve().then(() =>
+          handler.fn(row.payload, {
+            task: toTask(row),
+            manager: connection.runner.manager,
+            attempt: row.attempts,
+            instanceId: this.ctx.options.instanceId,
+            signal,
+          }),
+        ),
+      handler.timeoutMs,
+      Math.min(GRACE_MS, handler.timeoutMs),
+      () => new HandlerCutOff(row.id, row.type, handler.timeoutMs),
+    );
   }
 
   /** After the handler returned: executed as claimed, or what its TaskOutcome asks. */
@@ -192,8 +263,15 @@ export class ClaimBatch {
     returned: unknown,
     nowMs: number,
   ): Promise<Outcome> {
-    if (!(returned instanceof TaskOutcome)) return { kind: 'executed', id: row.id, type: row.type };
     const now = new Date(nowMs);
+    if (returned === EXHAUSTED) {
+      await deadLetterUnrun(connection.sql, row.id, now);
+      this.ctx.logger.error(
+        `Task ${row.id} (${row.type}) dead-lettered: its last ${row.max_attempts} attempt(s) were cut off (${row.last_error})`,
+      );
+      return { kind: 'dead', id: row.id, type: row.type };
+    }
+    if (!(returned instanceof TaskOutcome)) return { kind: 'executed', id: row.id, type: row.type };
     if (returned.kind === 'discard') {
       const reason = returned.reason ?? 'discarded';
       await deadLetter(connection.sql, row.id, reason, now);
@@ -245,6 +323,9 @@ export class ClaimBatch {
     return { kind: 'retry', id: row.id, type: row.type, dueAtMs, held };
   }
 }
+
+/** What invoke returns for a task dead-lettered by its cut-off attempts, without running it. */
+const EXHAUSTED = Symbol('exhausted');
 
 /** Ids are decimal digits of bigints: a shorter one is smaller. */
 function compareIds(a: TaskId, b: TaskId): number {

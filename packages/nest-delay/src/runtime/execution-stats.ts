@@ -36,13 +36,20 @@ export class ExecutionStats {
   record(result: BatchResult): void {
     this.batches++;
     if (result.rerun) this.reruns++;
-    for (const outcome of result.outcomes) {
-      const key = KEY[outcome.kind];
-      this.totals[key]++;
-      let counts = this.byType.get(outcome.type);
-      if (!counts) this.byType.set(outcome.type, (counts = zero()));
-      counts[key]++;
-    }
+    for (const outcome of result.outcomes) this.count(outcome.type, outcome.kind);
+  }
+
+  private count(type: string, kind: Outcome['kind']): void {
+    const key = KEY[kind];
+    this.totals[key]++;
+    let counts = this.byType.get(type);
+    if (!counts) this.byType.set(type, (counts = zero()));
+    counts[key]++;
+  }
+
+  /** One outcome decided outside a batch (a claim that was cut off). */
+  recordOne(type: string, kind: Outcome['kind']): void {
+    this.count(type, kind);
   }
 
   snapshot(): ExecutionCounts {

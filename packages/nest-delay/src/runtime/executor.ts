@@ -1,11 +1,14 @@
 import type { TaskId } from '../task.types.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
+import { retryDelayMs } from '../delay.options.js';
+import { chargeTimedOut, forgetAttempts, recordAttempt } from '../store/attempt-statements.js';
 import { findPendingByIds } from '../store/claim-statements.js';
 import { claimConnection, type ClaimConnection } from '../store/sql.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { ExecutionStats } from './execution-stats.js';
+import { HandlerCutOff } from './handler-deadline.js';
 import type { TaskWheel } from './task-wheel.js';
 
 /**
@@ -17,6 +20,19 @@ import type { TaskWheel } from './task-wheel.js';
 export class Executor implements LifecycleService {
   private queue: TaskId[] = [];
   private head = 0;
+  /**
+   * Tasks whose last attempt was cut off: each runs in a claim of its own,
+   * with no other claim in flight, before the queue. If one kills the process
+   * again, nothing else was running to be charged for it.
+   */
+  private alone: TaskId[] = [];
+  private soloInFlight = false;
+  /**
+   * Attempt rows of claims that failed without running anything, not yet
+   * deleted (the database was unreachable): deleted before the next claim, so
+   * a database outage does not leave their tasks looking cut off.
+   */
+  private unforgotten: string[] = [];
   private readonly queued = new Set<TaskId>();
   private inFlight = 0;
   private stopped = false;
@@ -28,7 +44,7 @@ export class Executor implements LifecycleService {
 
   constructor(
     private readonly ctx: DelayContext,
-    registry: HandlerRegistry,
+    private readonly registry: HandlerRegistry,
     private readonly wheel: TaskWheel,
   ) {
     this.batch = new ClaimBatch(ctx, registry);
@@ -36,7 +52,7 @@ export class Executor implements LifecycleService {
 
   /** Ids waiting for a claim transaction. */
   get queuedCount(): number {
-    return this.queue.length - this.head;
+    return this.queue.length - this.head + this.alone.length;
   }
 
   /** Nothing queued and no claim transaction running. */
@@ -62,12 +78,6 @@ export class Executor implements LifecycleService {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
-  /** Resolves when nothing is queued or running. */
-  whenIdle(): Promise<void> {
-    if (this.idle || this.stopped) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
   /**
    * Stops taking work and waits (up to shutdownTimeout) for the batches in
    * flight. Past that their connections are destroyed, which rolls their
@@ -78,6 +88,7 @@ export class Executor implements LifecycleService {
     this.stopped = true;
     this.queue = [];
     this.head = 0;
+    this.alone = [];
     this.queued.clear();
     this.wake(this.roomWaiters);
     this.wake(this.idleWaiters);
@@ -85,10 +96,9 @@ export class Executor implements LifecycleService {
     if (await this.finishedWithin(timeoutMs)) return;
     this.ctx.logger.warn(
       `Handlers still running after ${timeoutMs} ms were cut off; their transactions rolled back, ` +
-        `their tasks stay pending and go to another instance when the lease expires`,
+        `their tasks stay pending (charged the attempt) and go to another instance when the lease expires`,
     );
-    const reason = new Error('DelayModule shutting down: handler did not finish in time');
-    for (const connection of this.connections) connection.cutOff(reason);
+    for (const connection of this.connections) connection.cutOff();
     this.connections.clear();
   }
 
@@ -119,7 +129,7 @@ export class Executor implements LifecycleService {
     // Spread a small queue over all workers; cap a large one at batchSize.
     const size = Math.min(
       this.ctx.options.batchSize,
-      Math.max(1, Math.ceil(this.queuedCount / this.ctx.concurrency)),
+      Math.max(1, Math.ceil((this.queue.length - this.head) / this.ctx.concurrency)),
     );
     const batch = this.queue.slice(this.head, this.head + size);
     this.head += batch.length;
@@ -132,32 +142,60 @@ export class Executor implements LifecycleService {
   }
 
   private pump(): void {
-    while (!this.stopped && this.inFlight < this.ctx.concurrency && this.queuedCount > 0) {
-      const batch = this.take();
-      this.inFlight++;
-      void this.runBatch(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-        this.wake(this.roomWaiters);
-        if (this.idle) this.wake(this.idleWaiters);
-      });
+    while (!this.stopped && !this.soloInFlight) {
+      if (this.alone.length > 0) {
+        // Wait for the batches in flight to end, then run it by itself.
+        if (this.inFlight === 0) this.launch([this.alone.shift() as TaskId], true);
+        return;
+      }
+      if (this.inFlight >= this.ctx.concurrency || this.queue.length === this.head) return;
+      this.launch(this.take(), false);
     }
   }
 
-  private async runBatch(ids: TaskId[]): Promise<void> {
+  private launch(batch: TaskId[], alone: boolean): void {
+    this.inFlight++;
+    this.soloInFlight = alone;
+    void this.runBatch(batch, alone).finally(() => {
+      this.inFlight--;
+      if (alone) this.soloInFlight = false;
+      this.pump();
+      this.wake(this.roomWaiters);
+      if (this.idle) this.wake(this.idleWaiters);
+    });
+  }
+
+  private async runBatch(ids: TaskId[], alone: boolean): Promise<void> {
+    const { ctx } = this;
     let connection: ClaimConnection | undefined;
+    let attemptId: string | undefined;
     let result: BatchResult;
     try {
-      connection = await claimConnection(this.ctx.db);
+      connection = await claimConnection(ctx.db);
       this.connections.add(connection);
-      result = await this.batch.run(connection, ids, this.ctx.clock.now());
+      const nowMs = ctx.clock.now();
+      if (this.unforgotten.length > 0) {
+        const stale = this.unforgotten.splice(0);
+        await forgetAttempts(connection.sql, stale).catch(() => this.unforgotten.push(...stale));
+      }
+      // Committed before the claim begins: survives the claim if it never commits.
+      attemptId = await recordAttempt(connection.sql, ctx.options.instanceId, ids, new Date(nowMs));
+      result = await this.batch.run(connection, ids, { nowMs, attemptId, alone });
     } catch (error) {
       if (this.stopped) return;
-      this.ctx.logger.error(
+      if (error instanceof HandlerCutOff && attemptId !== undefined) {
+        await this.chargeCutOff(error, attemptId, ids);
+        return;
+      }
+      ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
+      const failed = attemptId;
+      if (failed !== undefined) {
+        await forgetAttempts(ctx.db.pool, [failed]).catch(() => this.unforgotten.push(failed));
+      }
       // Nothing committed: every id is still pending in the database.
-      this.holdAll(ids, this.ctx.clock.now() + Math.max(this.ctx.options.tickMs, 1000));
+      this.holdAll(ids, ctx.clock.now() + Math.max(ctx.options.tickMs, 1000));
       return;
     } finally {
       if (connection) {
@@ -171,8 +209,46 @@ export class Executor implements LifecycleService {
       if (outcome.held) this.wheel.hold(outcome.id, outcome.dueAtMs);
       else this.wheel.release(outcome.id);
     }
-    const missing = ids.filter((id) => !result.claimedIds.has(id));
+    for (const id of result.deferred) this.queueAlone(id);
+    const missing = ids.filter((id) => !result.claimedIds.has(id) && !result.deferred.includes(id));
     if (missing.length > 0) await this.recheck(missing);
+  }
+
+  private queueAlone(id: TaskId): void {
+    if (this.stopped) return;
+    this.alone.push(id);
+    this.pump();
+  }
+
+  /**
+   * A handler ignored its timeout and its claim was cut off: every effect of
+   * the batch rolled back. Its attempt is charged (retried with backoff, or
+   * dead-lettered); its batch-mates were never at fault and run again now.
+   */
+  private async chargeCutOff(cut: HandlerCutOff, attemptId: string, ids: TaskId[]): Promise<void> {
+    const { ctx } = this;
+    const nowMs = ctx.clock.now();
+    const retryAtMs = nowMs + retryDelayMs(this.registry.backoffOf(cut.taskType), 1);
+    const held = ctx.policy.isWithinWindow(retryAtMs, nowMs);
+    ctx.logger.error(`Task ${cut.taskId} (${cut.taskType}): ${cut.message}`);
+    try {
+      const charged = await chargeTimedOut(
+        ctx.db.pool,
+        attemptId,
+        cut.taskId,
+        cut.message,
+        new Date(retryAtMs),
+        held ? ctx.options.instanceId : null,
+        new Date(nowMs),
+      );
+      this.stats.recordOne(cut.taskType, charged?.dead ? 'dead' : 'retry');
+      if (charged && !charged.dead && held) this.wheel.hold(cut.taskId, retryAtMs);
+      else this.wheel.release(cut.taskId);
+    } catch (error) {
+      // Its attempt row stays: charged by the next sweep for abandoned attempts.
+      ctx.logger.error(`Charging the cut-off task ${cut.taskId} failed: ${errorText(error)}`);
+    }
+    this.enqueue(ids.filter((id) => id !== cut.taskId));
   }
 
   /**

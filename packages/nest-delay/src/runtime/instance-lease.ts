@@ -7,6 +7,7 @@ import {
   releaseOrphans,
   retireInstance,
 } from '../store/lease-statements.js';
+import { forgetSettledAttempts } from '../store/attempt-statements.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { PeriodicRound } from './periodic-round.js';
@@ -53,9 +54,10 @@ export class InstanceLease implements LifecycleService {
    * it), takes the lease, and frees tasks whose holders have no live lease.
    */
   async start(): Promise<void> {
-    await releaseInstanceTasks(this.ctx.db.pool, this.ctx.options.instanceId);
+    const { db, options, clock } = this.ctx;
+    await releaseInstanceTasks(db.pool, options.instanceId);
     await this.beat();
-    await releaseOrphans(this.ctx.db.pool, new Date(this.ctx.clock.now()));
+    await releaseOrphans(db.pool, new Date(clock.now()));
     this.rounds.start();
   }
 
@@ -91,7 +93,10 @@ export class InstanceLease implements LifecycleService {
       new Date(nowMs + options.leaseMs),
     );
     this.watchClock(dbNow.getTime() - (nowMs + clock.now()) / 2);
-    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) await releaseOrphans(db.pool, new Date(nowMs));
+    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
+      await releaseOrphans(db.pool, new Date(nowMs));
+      await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
+    }
     if (expired.length === 0) return;
     await releaseExpiredInstances(db.pool, expired, new Date(nowMs));
     this.ctx.logger.warn(

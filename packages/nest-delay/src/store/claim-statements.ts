@@ -3,6 +3,12 @@ import { PENDING, PENDING_BY_ID } from './pending.js';
 import type { Sql } from './sql.js';
 import type { DueRow, TaskRow } from './task-row.js';
 
+/** A claimed row, or (claimed = false) one whose last attempt was cut off, left for a claim of its own. */
+export interface ClaimRow extends TaskRow {
+  interrupted_at: Date | null;
+  claimed: boolean;
+}
+
 /**
  * Claims the due, still pending tasks among `ids` inside the caller's
  * transaction: setting executed_at here, in the same transaction as the
@@ -10,19 +16,71 @@ import type { DueRow, TaskRow } from './task-row.js';
  * instance holding the same task move on instead of waiting; the pending test
  * after the lock is what stops a second execution. No ORDER BY: SKIP LOCKED
  * never waits, so lock order cannot deadlock; the caller sorts.
+ *
+ * Attempts that never committed are charged here too. Each claim first
+ * commits a `delay_attempt` row listing its ids and deletes it in this
+ * transaction; a row listing a task this claim could lock is an earlier
+ * attempt that was cut off (its process died, or a timeout cut it). Each such
+ * row adds one attempt and flags the task `interrupted_at`, and the task's id
+ * leaves the row. A flagged task is claimed only `alone`: in a batch it is
+ * charged and returned unclaimed, for a claim of its own, so a task that
+ * kills its process takes no batch-mates with it next time.
+ *
+ * Last, the session gets Postgres-side limits for the rest of the
+ * transaction, so that even a frozen process cannot hold these locks forever.
  */
-export function claimTasks(sql: Sql, ids: TaskId[], now: Date) {
-  return sql.rows<TaskRow>(
-    `WITH due AS (
-       SELECT id FROM delayed_task
+export function claimTasks(
+  sql: Sql,
+  ids: TaskId[],
+  now: Date,
+  attemptId: string,
+  alone: boolean,
+  backstopMs: number,
+) {
+  return sql.rows<ClaimRow>(
+    `WITH mine AS (
+       DELETE FROM delay_attempt WHERE id = $3
+     ), due AS (
+       SELECT id, interrupted_at FROM delayed_task
        WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND due_at <= $2
        FOR UPDATE SKIP LOCKED
+     ), earlier AS (
+       SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a
+       WHERE a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
+       ORDER BY a.id
+       FOR UPDATE
+     ), trimmed AS (
+       UPDATE delay_attempt a
+       SET task_ids = ARRAY(SELECT x FROM unnest(a.task_ids) AS x WHERE x NOT IN (SELECT id FROM due))
+       FROM earlier WHERE a.id = earlier.id
+     ), cut AS (
+       SELECT task_id, count(*)::int AS times, max(earlier.instance_id) AS instance
+       FROM earlier, unnest(earlier.task_ids) AS task_id
+       WHERE task_id IN (SELECT id FROM due)
+       GROUP BY task_id
+     ), marked AS (
+       SELECT due.id,
+              coalesce(cut.times, 0) AS times, cut.instance,
+              (due.interrupted_at IS NOT NULL OR cut.times IS NOT NULL) AS suspect
+       FROM due LEFT JOIN cut ON cut.task_id = due.id
+     ), updated AS (
+       UPDATE delayed_task t
+       SET executed_at = CASE WHEN m.suspect AND NOT $4 THEN NULL ELSE $2 END,
+           attempts = t.attempts + m.times + CASE WHEN m.suspect AND NOT $4 THEN 0 ELSE 1 END,
+           interrupted_at = CASE WHEN m.times > 0 THEN $2 ELSE t.interrupted_at END,
+           last_error = CASE WHEN m.times > 0
+             THEN 'attempt ' || (t.attempts + m.times) || ' was cut off: instance ' || m.instance ||
+                  ' stopped or died while running it'
+             ELSE t.last_error END,
+           updated_at = $2
+       FROM marked m WHERE t.id = m.id
+       RETURNING t.*, NOT (m.suspect AND NOT $4) AS claimed
+     ), limits AS (
+       SELECT set_config('statement_timeout', $5, true),
+              set_config('idle_in_transaction_session_timeout', $5, true)
      )
-     UPDATE delayed_task t
-     SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
-     FROM due WHERE t.id = due.id
-     RETURNING t.*`,
-    [ids, now],
+     SELECT updated.* FROM updated, limits`,
+    [ids, now, attemptId, alone, String(backstopMs)],
   );
 }
 
@@ -37,7 +95,8 @@ export async function retryLater(
 ): Promise<void> {
   await sql.rows(
     `UPDATE delayed_task
-     SET executed_at = NULL, last_error = $2, due_at = $3, locked_by = $4::text, updated_at = $5
+     SET executed_at = NULL, last_error = $2, due_at = $3, locked_by = $4::text, updated_at = $5,
+         interrupted_at = NULL
      WHERE id = $1`,
     [id, error, dueAt, lockedBy, now],
   );
@@ -56,7 +115,8 @@ export async function snoozeTask(
 ): Promise<void> {
   await sql.rows(
     `UPDATE delayed_task
-     SET executed_at = NULL, attempts = attempts - 1, due_at = $2, locked_by = $3::text, updated_at = $4
+     SET executed_at = NULL, attempts = attempts - 1, due_at = $2, locked_by = $3::text, updated_at = $4,
+         interrupted_at = NULL
      WHERE id = $1`,
     [id, dueAt, lockedBy, now],
   );
@@ -69,6 +129,21 @@ export async function deadLetter(sql: Sql, id: TaskId, error: string, now: Date)
      SET executed_at = NULL, dead_at = $3, last_error = $2, updated_at = $3, locked_by = NULL
      WHERE id = $1`,
     [id, error, now],
+  );
+}
+
+/**
+ * A task whose cut-off attempts used up its maxAttempts: dead-lettered by
+ * its claim without running again (the claim's own attempt is given back).
+ */
+export async function deadLetterUnrun(sql: Sql, id: TaskId, now: Date): Promise<void> {
+  await sql.rows(
+    `UPDATE delayed_task
+     SET executed_at = NULL, attempts = attempts - 1, dead_at = $2, updated_at = $2, locked_by = NULL,
+         last_error = coalesce(last_error, 'its attempts were cut off') ||
+                      '; out of attempts, dead-lettered without running it again'
+     WHERE id = $1`,
+    [id, now],
   );
 }
 

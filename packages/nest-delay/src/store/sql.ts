@@ -56,30 +56,31 @@ export interface ClaimConnection {
    * Destroys the connection now, whatever it is doing: the server rolls its
    * transaction back, exactly as a crash would. For handlers that will not return.
    */
-  cutOff(reason: Error): void;
+  cutOff(): void;
   release(): Promise<void>;
 }
 
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
   // connect() resolves to the pool's client (pg.PoolClient), the one the runner uses.
-  const client = (await runner.connect()) as PgClient & { release(error?: Error): void };
-  let cut = false;
+  const client = (await runner.connect()) as PgClient & { end(): Promise<void> };
   return {
     runner,
     sql: {
       rows: async <T>(text: string, params: unknown[]) =>
         (await client.query(text, params)).rows as T[],
     },
-    cutOff(reason) {
-      if (cut) return;
-      cut = true;
-      // pg-pool: releasing with an error destroys the client instead of reusing it.
-      client.release(reason);
+    cutOff() {
+      if (runner.isReleased) return;
+      // Closing the client ends the server session (its transaction rolls
+      // back) and fails whatever query is in flight; released while closing,
+      // the pool drops it instead of handing it out again. The runner's own
+      // release keeps TypeORM's books straight (a pool-level release behind
+      // its back would leave it waiting for this runner at destroy, forever).
+      client.end().catch(() => undefined);
+      void runner.release().catch(() => undefined);
     },
     async release() {
-      // After a cut-off the pool already has the client back; the runner's own
-      // release then finds it released and throws, which says nothing new.
       await runner.release().catch(() => undefined);
     },
   };

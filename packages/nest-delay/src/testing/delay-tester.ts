@@ -162,6 +162,7 @@ export class DelayTester {
         manager,
         attempt: 1,
         instanceId: this.runtime.ctx.options.instanceId,
+        signal: new AbortController().signal,
       }),
     );
     if (!(returned instanceof TaskOutcome)) return { outcome: 'executed' };

@@ -1,0 +1,96 @@
+import { Injectable, Module } from '@nestjs/common';
+import { DelayedTaskHandler, type TaskContext } from 'nest-delay';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createDelayTestApp, recordEffect, SECOND, type DelayTestApp } from './delay-test-app.js';
+
+const TIMEOUT_MS = 300;
+
+@Injectable()
+class SlowHandlers {
+  started = 0;
+
+  /** Ignores its signal and never returns, holding its claim transaction open. */
+  @DelayedTaskHandler('test.hangs', { timeout: TIMEOUT_MS, maxAttempts: 2 })
+  hangs(): Promise<never> {
+    this.started++;
+    return new Promise<never>(() => undefined);
+  }
+
+  /** Writes, then waits for its signal and gives up as asked. */
+  @DelayedTaskHandler('test.stops-on-signal', { timeout: TIMEOUT_MS })
+  async stopsOnSignal(_payload: unknown, context: TaskContext) {
+    await recordEffect(context.manager, context);
+    await new Promise((_resolve, reject) =>
+      context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true }),
+    );
+  }
+}
+
+@Module({ providers: [SlowHandlers], exports: [SlowHandlers] })
+class SlowModule {}
+
+let db: TestDatabase;
+let t: DelayTestApp;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  // One claim transaction at a time: the hung handler shares its batch with the others.
+  t = await createDelayTestApp(
+    db,
+    { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } },
+    { modules: [{ module: SlowModule }] },
+  );
+});
+
+afterAll(async () => {
+  await t?.close();
+  await db?.drop();
+});
+
+beforeEach(() => t.quiesce());
+
+describe('a handler past its timeout', () => {
+  it('that ignores its signal is cut off: its attempt fails, its batch-mates run once', async () => {
+    const before = await t.delay.scheduleMany(
+      Array.from({ length: 10 }, () => ({ type: 'test.effect', delay: 0 })),
+    );
+    const hung = await t.delay.schedule({ type: 'test.hangs', delay: 0 });
+    const after = await t.delay.scheduleMany(
+      Array.from({ length: 10 }, () => ({ type: 'test.effect', delay: 0 })),
+    );
+
+    const report = await t.tester.runDue();
+    expect(report.byType['test.effect']).toMatchObject({ executed: 20, failed: 0 });
+    expect(report.byType['test.hangs']).toMatchObject({ executed: 0, failed: 1 });
+    for (const result of [...before, ...after]) expect(await t.effects(result.id)).toBe(1);
+
+    const task = await t.delay.get({ id: hung.id });
+    expect(task).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(task!.lastError).toMatch(
+      /timed out after 300 ms and did not stop when its signal aborted/,
+    );
+    // Retried with the module's backoff, by the app's clock.
+    expect(task!.dueAt.getTime()).toBe(t.clock.now() + 10 * SECOND);
+    const [row] = await t.query(`SELECT interrupted_at FROM delayed_task WHERE id = $1`, [hung.id]);
+    expect(row.interrupted_at).not.toBeNull();
+    expect(await t.query(`SELECT * FROM delay_attempt`)).toEqual([]);
+  });
+
+  it('is dead-lettered when its last attempt is cut off too', async () => {
+    const hung = await t.delay.schedule({ type: 'test.hangs', delay: 0 });
+    await t.tester.runDue();
+    const report = await t.tester.advance(10 * SECOND);
+    expect(report.byType['test.hangs']).toMatchObject({ deadLettered: 1 });
+    expect(await t.delay.get({ id: hung.id })).toMatchObject({ state: 'dead', attempts: 2 });
+  });
+
+  it('that stops when its signal aborts fails as an ordinary attempt, its writes undone', async () => {
+    const task = await t.delay.schedule({ type: 'test.stops-on-signal', delay: 0 });
+    const report = await t.tester.runDue();
+    expect(report.byType['test.stops-on-signal']).toMatchObject({ failed: 1 });
+    expect(await t.effects(task.id)).toBe(0);
+    const failed = await t.delay.get({ id: task.id });
+    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(failed!.lastError).toMatch(/TaskTimeoutError: handler timed out after 300 ms/);
+  });
+});
