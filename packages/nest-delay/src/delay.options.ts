@@ -30,6 +30,16 @@ export interface Backoff {
   jitter: number;
 }
 
+/** How long finished tasks are kept; `false` keeps them forever. */
+export interface RetentionPolicy {
+  /** Executed and cancelled tasks, after they finished (default 7d). */
+  finished?: Duration | false;
+  /** Dead-lettered tasks, after they died (default 30d): time to look and retry. */
+  dead?: Duration | false;
+  /** How often one instance prunes (default 1m). */
+  interval?: Duration;
+}
+
 export interface DelayModuleOptions {
   /** Length of one wheel tick (default 1000 ms): the timing resolution. */
   tickMs?: number;
@@ -58,6 +68,8 @@ export interface DelayModuleOptions {
    * running a grace period later is cut off and the attempt counts as failed.
    */
   handlerTimeout?: Duration;
+  /** Deleting old finished tasks; see RetentionPolicy. */
+  retention?: RetentionPolicy;
 }
 
 export interface ResolvedDelayOptions {
@@ -75,6 +87,10 @@ export interface ResolvedDelayOptions {
   shutdownTimeoutMs: number;
   handlerTimeoutMs: number;
   backoff: Backoff;
+  /** null: kept forever. */
+  keepFinishedMs: number | null;
+  keepDeadMs: number | null;
+  pruneEveryMs: number;
 }
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -99,6 +115,17 @@ function positiveDuration(value: Duration | undefined, name: string, fallback: D
   if (ms < 1 || ms > 2 ** 31 - 1) {
     // setTimeout's limit: beyond it a timer fires after 1 ms.
     throw new TypeError(`DelayModule option ${name} must be from 1 ms to 24.8 days; got ${ms} ms`);
+  }
+  return ms;
+}
+
+function keepFor(value: Duration | false | undefined, name: string, fallback: Duration) {
+  if (value === false) return null;
+  const ms = durationOption(value, name, fallback);
+  if (ms < 1) {
+    throw new TypeError(
+      `DelayModule option ${name} must be a positive duration, or false to keep forever; got ${ms} ms`,
+    );
   }
   return ms;
 }
@@ -146,6 +173,9 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     allowUnknownTypes: options.allowUnknownTypes ?? false,
     shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
     handlerTimeoutMs: positiveDuration(options.handlerTimeout, 'handlerTimeout', '60s'),
+    keepFinishedMs: keepFor(options.retention?.finished, 'retention.finished', '7d'),
+    keepDeadMs: keepFor(options.retention?.dead, 'retention.dead', '30d'),
+    pruneEveryMs: positiveDuration(options.retention?.interval, 'retention.interval', '1m'),
   };
 }
 

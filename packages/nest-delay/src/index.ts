@@ -4,7 +4,12 @@ export type { DelayModuleExtras } from './delay.module-definition.js';
 export { DelayService } from './delay.service.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
 export { TaskOutcome } from './task-outcome.js';
-export type { DelayModuleOptions, HandlerOptions, RetryPolicy } from './delay.options.js';
+export type {
+  DelayModuleOptions,
+  HandlerOptions,
+  RetentionPolicy,
+  RetryPolicy,
+} from './delay.options.js';
 export type {
   BulkScheduleResult,
   DelayedTask,

@@ -1,6 +1,7 @@
 import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
 import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedAt.js';
 import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
+import { DelayRetention1764100000000 } from './1764100000000-DelayRetention.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -14,4 +15,5 @@ export const delayMigrations = [
   CreateDelayedTask1763800000000,
   DelayDropLockedAt1763900000000,
   DelayAttempts1764000000000,
+  DelayRetention1764100000000,
 ];

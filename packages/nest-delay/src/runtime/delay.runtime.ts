@@ -17,6 +17,7 @@ import { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext } from './delay-context.js';
 import { Executor } from './executor.js';
 import { InstanceLease } from './instance-lease.js';
+import { Pruner } from './pruner.js';
 import { TaskWheel } from './task-wheel.js';
 import { WindowLoader } from './window-loader.js';
 import { WindowPolicy } from './window-policy.js';
@@ -30,6 +31,7 @@ import { WindowPolicy } from './window-policy.js';
  * - `loader`   leases the tasks due within the window into the wheel
  * - `wheel`    fires each held task at its due time
  * - `executor` claims fired tasks in batches and runs their handlers
+ * - `pruner`   deletes finished tasks past their retention
  *
  * Each has the same start/stop and shares one context; dependencies point
  * one way (lease → backlog, loader → backlog → executor → wheel), and the
@@ -43,6 +45,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly backlog: BacklogDrainer;
   readonly loader: WindowLoader;
   readonly lease: InstanceLease;
+  readonly pruner: Pruner;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
 
   constructor(
@@ -65,6 +68,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.backlog = new BacklogDrainer(this.ctx, this.executor);
     this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog);
     this.lease = new InstanceLease(this.ctx, this.backlog, this.loader);
+    this.pruner = new Pruner(this.ctx);
   }
 
   get running(): boolean {
@@ -81,6 +85,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.backlog.start();
     await this.loader.start();
     await this.wheel.start();
+    await this.pruner.start();
     this.ctx.logger.log(
       `Instance ${this.ctx.options.instanceId} started: ${this.wheel.size} task(s) due within ${this.ctx.options.windowMs} ms held` +
         `${this.loader.busy ? ' so far, more loading' : ''}, handlers: ${this.registry.types().join(', ') || 'none'}`,
@@ -105,6 +110,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     }
     this.state = 'stopping';
     this.ctx.policy.setRunning(false);
+    await this.pruner.stop();
     await this.wheel.stop();
     await this.loader.stop();
     await this.executor.stop();

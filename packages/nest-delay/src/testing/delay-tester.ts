@@ -176,6 +176,11 @@ export class DelayTester {
     await this.runtime.loader.refresh();
   }
 
+  /** Runs a pruning round now (retention by the app's clock); resolves with how many tasks it deleted. */
+  prune(): Promise<number> {
+    return this.runtime.pruner.runNow();
+  }
+
   /** Tasks this instance holds in its wheel. */
   get held(): number {
     return this.runtime.wheel.size;

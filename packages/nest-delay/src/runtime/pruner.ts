@@ -1,0 +1,70 @@
+import { errorText } from '../delay.messages.js';
+import { pruneTasks } from '../store/prune-statements.js';
+import type { DelayContext, LifecycleService } from './delay-context.js';
+import { PeriodicRound } from './periodic-round.js';
+
+/** Rows one statement deletes: small enough to hold few locks for a few milliseconds. */
+const PRUNE_BATCH = 1000;
+
+/**
+ * Deletes finished tasks once they are older than the retention (executed
+ * and cancelled: `retention.finished`, 7 days; dead-lettered:
+ * `retention.dead`, 30 days), every `retention.interval` (1 minute), in
+ * batches of 1,000 until nothing is left to delete. Instances take turns
+ * through an advisory lock; pending tasks are never touched, so the claims
+ * never wait on a prune. The orders' own history is not the engine's to prune.
+ */
+export class Pruner implements LifecycleService {
+  private readonly rounds: PeriodicRound;
+  private pruned = 0;
+  /** The last round's failure, for runNow to report rather than only log. */
+  private failure: unknown;
+
+  constructor(private readonly ctx: DelayContext) {
+    this.rounds = new PeriodicRound(
+      ctx.clock,
+      ctx.options.pruneEveryMs,
+      () => this.prune(),
+      (error) =>
+        ctx.logger.error(`Pruning finished tasks failed, trying again later: ${errorText(error)}`),
+    );
+  }
+
+  /** Tasks this instance has deleted since it started. */
+  get deleted(): number {
+    return this.pruned;
+  }
+
+  async start(): Promise<void> {
+    const { keepFinishedMs, keepDeadMs } = this.ctx.options;
+    if (keepFinishedMs !== null || keepDeadMs !== null) this.rounds.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.rounds.stop();
+  }
+
+  /** One pruning round now (also what the timer does); resolves with how many were deleted. */
+  async runNow(): Promise<number> {
+    const before = this.pruned;
+    this.failure = undefined;
+    await this.rounds.runNow();
+    if (this.failure !== undefined) throw this.failure;
+    return this.pruned - before;
+  }
+
+  private async prune(): Promise<void> {
+    const { clock, options, db } = this.ctx;
+    if (options.keepFinishedMs === null && options.keepDeadMs === null) return;
+    const nowMs = clock.now();
+    const finishedBefore =
+      options.keepFinishedMs === null ? null : new Date(nowMs - options.keepFinishedMs);
+    const deadBefore = options.keepDeadMs === null ? null : new Date(nowMs - options.keepDeadMs);
+    for (;;) {
+      const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
+      this.pruned += deleted;
+      // Fewer than a batch of each kind: nothing is left.
+      if (deleted < PRUNE_BATCH) return;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createDelayTestApp, HOUR, MINUTE, type DelayTestApp } from './delay-test-app.js';
+
+const DAY = 24 * HOUR;
+
+describe('retention', () => {
+  let db: TestDatabase;
+  let t: DelayTestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    t = await createDelayTestApp(db, { retry: { maxAttempts: 1 } });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await db?.drop();
+  });
+
+  const exists = async (id: string) =>
+    (await t.query(`SELECT 1 FROM delayed_task WHERE id = $1`, [id])).length === 1;
+
+  it('deletes executed and cancelled tasks after 7 days, dead ones after 30, never a pending one', async () => {
+    const executed = await t.delay.schedule({ type: 'test.effect', delay: '1m' });
+    const cancelled = await t.delay.schedule({ type: 'test.effect', delay: '1m' });
+    const dead = await t.delay.schedule({ type: 'test.always-fails', delay: '1m' });
+    const pending = await t.delay.schedule({ type: 'test.effect', delay: '100d' });
+    await t.delay.cancel({ id: cancelled.id });
+    await t.tester.advance('1m');
+    expect((await t.delay.get({ id: dead.id }))?.state).toBe('dead');
+
+    // Advancing the clock also fires the pruner's own rounds; prune() makes sure one ran now.
+    await t.tester.advance(7 * DAY - 2 * MINUTE);
+    await t.tester.prune();
+    expect(await exists(executed.id)).toBe(true);
+    expect(await exists(cancelled.id)).toBe(true);
+
+    // Cancelled at the start, executed a minute later: both finished over 7 days ago now.
+    await t.tester.advance(3 * MINUTE);
+    await t.tester.prune();
+    expect(await exists(executed.id)).toBe(false);
+    expect(await exists(cancelled.id)).toBe(false);
+    expect(await exists(dead.id)).toBe(true);
+
+    await t.tester.advance(23 * DAY - MINUTE);
+    await t.tester.prune();
+    expect(await exists(dead.id)).toBe(true);
+    await t.tester.advance(2 * MINUTE);
+    await t.tester.prune();
+    expect(await exists(dead.id)).toBe(false);
+    expect(await t.delay.get({ id: pending.id })).toMatchObject({ state: 'pending' });
+  });
+
+  it('works through a large backlog in batches, in one round', async () => {
+    // The clock stands still from here, so no round of the pruner's own runs meanwhile.
+    const now = new Date(t.clock.now() - 8 * DAY);
+    await t.query(
+      `INSERT INTO delayed_task (type, due_at, executed_at, attempts, created_at, updated_at)
+       SELECT 'test.effect', $1, $1, 1, $1, $1 FROM generate_series(1, 2500)`,
+      [now],
+    );
+    expect(await t.tester.prune()).toBe(2500);
+  });
+});
+
+describe('retention turned off', () => {
+  let db: TestDatabase;
+  let t: DelayTestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    t = await createDelayTestApp(db, {
+      retry: { maxAttempts: 1 },
+      retention: { finished: false, dead: false },
+    });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await db?.drop();
+  });
+
+  it('keeps every task forever', async () => {
+    const done = await t.delay.schedule({ type: 'test.effect', delay: 0 });
+    const dead = await t.delay.schedule({ type: 'test.always-fails', delay: 0 });
+    await t.tester.advance(400 * DAY);
+    expect(await t.tester.prune()).toBe(0);
+    expect((await t.delay.get({ id: done.id }))?.state).toBe('executed');
+    expect((await t.delay.get({ id: dead.id }))?.state).toBe('dead');
+  });
+});
