@@ -6,8 +6,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * A claim transaction that dies with its process (exit, out of memory, a kill)
  * or is cut off (a handler past its timeout) rolls back everything, its
  * attempt count included. `delay_attempt` keeps, outside that transaction,
- * which tasks a claim is about to run; the claim deletes its row when it
- * commits, so a row that stays names tasks whose attempt was cut off. The
+ * which tasks a claim is about to run, under a session advisory lock that
+ * says the claim is alive; the claim deletes its row when it commits, so a
+ * row that stays, unlocked, names tasks whose attempt was cut off. The
  * next claim of such a task charges it the attempt and flags it
  * `interrupted_at`, and a flagged task runs alone, so a task that kills its
  * process cannot take its batch-mates down again, and is dead-lettered after
@@ -23,7 +24,8 @@ export class DelayAttempts1764000000000 implements MigrationInterface {
         id          bigserial   PRIMARY KEY,
         instance_id text        NOT NULL,
         task_ids    bigint[]    NOT NULL,
-        started_at  timestamptz NOT NULL
+        started_at  timestamptz NOT NULL,
+        recorded_at timestamptz NOT NULL
       )`);
   }
 

@@ -95,7 +95,8 @@ export class ClaimBatch {
         new Date(plan.nowMs),
         plan.attemptId,
         plan.alone,
-        this.registry.longestTimeoutMs() + GRACE_MS + BACKSTOP_MARGIN_MS,
+        // Postgres takes at most 2^31 - 1 ms here.
+        Math.min(2 ** 31 - 1, this.registry.longestTimeoutMs() + GRACE_MS + BACKSTOP_MARGIN_MS),
       );
       const claimed = rows
         .filter((row) => row.claimed)
@@ -137,7 +138,12 @@ export class ClaimBatch {
         if (error instanceof HandlerCutOff) throw error;
         return new Redo(new Map([[row.id, error]]));
       }
-      outcomes.push(await this.settle(connection, row, returned, nowMs));
+      try {
+        outcomes.push(await this.settle(connection, row, returned, nowMs));
+      } catch (error) {
+        // Its outcome could not be written: it left the transaction aborted.
+        return new Redo(new Map([[row.id, leftAborted(error)]]));
+      }
     }
     // A handler may have swallowed a database error; COMMIT would then quietly
     // roll everything back. A statement that fails on an aborted transaction tells.
@@ -205,10 +211,12 @@ export class ClaimBatch {
       await connection.sql.rows(statement, []);
     } catch (error) {
       await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
-      const failure = new Error(
-        `handler returned but left its transaction aborted (${errorText(error)})`,
+      outcomes[outcomes.length - 1] = await this.fail(
+        connection,
+        previous,
+        leftAborted(error),
+        nowMs,
       );
-      outcomes[outcomes.length - 1] = await this.fail(connection, previous, failure, nowMs);
       await connection.sql.rows(statement, []);
     }
   }
@@ -227,7 +235,13 @@ export class ClaimBatch {
       await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
       return this.fail(connection, row, error, nowMs);
     }
-    return this.settle(connection, row, returned, nowMs);
+    try {
+      return await this.settle(connection, row, returned, nowMs);
+    } catch (error) {
+      // It returned an outcome but left its transaction aborted: undo it alone.
+      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      return this.fail(connection, row, leftAborted(error), nowMs);
+    }
   }
 
   /**
@@ -252,7 +266,7 @@ export class ClaimBatch {
         ),
       handler.timeoutMs,
       Math.min(GRACE_MS, handler.timeoutMs),
-      () => new HandlerCutOff(row.id, row.type, handler.timeoutMs),
+      () => new HandlerCutOff(row.id, row.type, handler.timeoutMs, row.attempts),
     );
   }
 
@@ -322,6 +336,10 @@ export class ClaimBatch {
     );
     return { kind: 'retry', id: row.id, type: row.type, dueAtMs, held };
   }
+}
+
+function leftAborted(error: unknown): Error {
+  return new Error(`handler returned but left its transaction aborted (${errorText(error)})`);
 }
 
 /** What invoke returns for a task dead-lettered by its cut-off attempts, without running it. */

@@ -3,6 +3,7 @@ import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { retryDelayMs } from '../delay.options.js';
 import { chargeTimedOut, forgetAttempts, recordAttempt } from '../store/attempt-statements.js';
+import type { Sql } from '../store/sql.js';
 import { findPendingByIds } from '../store/claim-statements.js';
 import { claimConnection, type ClaimConnection } from '../store/sql.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
@@ -10,6 +11,20 @@ import type { DelayContext, LifecycleService } from './delay-context.js';
 import { ExecutionStats } from './execution-stats.js';
 import { HandlerCutOff } from './handler-deadline.js';
 import type { TaskWheel } from './task-wheel.js';
+
+/**
+ * Deletes the notes of claims cut off by a stop. A note stays locked by its
+ * claim's transaction until the server has ended the closed session, so this
+ * skips locked notes and tries again for up to a second; one still locked
+ * then (a backend busy in a long statement) stays, and is charged later.
+ */
+async function forgetStopped(pool: Sql, attempts: string[]): Promise<void> {
+  for (let tries = 0; attempts.length > 0 && tries < 10; tries++) {
+    if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    const forgotten = await forgetAttempts(pool, attempts).catch(() => [] as string[]);
+    attempts = attempts.filter((id) => !forgotten.includes(id));
+  }
+}
 
 /**
  * Runs due tasks off the tick path: ids fired by the wheel (or read by the
@@ -34,11 +49,18 @@ export class Executor implements LifecycleService {
    */
   private unforgotten: string[] = [];
   private readonly queued = new Set<TaskId>();
+  /**
+   * Ids in a claim under way. Not queued again meanwhile: a second claim of
+   * one could not lock it anyway, but its note would list it, and if the
+   * process died then, the task would be charged twice for one death.
+   */
+  private readonly running = new Set<TaskId>();
   private inFlight = 0;
   private stopped = false;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
-  private readonly connections = new Set<ClaimConnection>();
+  /** Claim connections in use, with the attempt each is running (once noted). */
+  private readonly connections = new Map<ClaimConnection, string | undefined>();
   private readonly batch: ClaimBatch;
   readonly stats = new ExecutionStats();
 
@@ -65,7 +87,7 @@ export class Executor implements LifecycleService {
   enqueue(ids: Iterable<TaskId>): void {
     if (this.stopped) return;
     for (const id of ids) {
-      if (this.queued.has(id)) continue;
+      if (this.queued.has(id) || this.running.has(id)) continue;
       this.queued.add(id);
       this.queue.push(id);
     }
@@ -96,10 +118,14 @@ export class Executor implements LifecycleService {
     if (await this.finishedWithin(timeoutMs)) return;
     this.ctx.logger.warn(
       `Handlers still running after ${timeoutMs} ms were cut off; their transactions rolled back, ` +
-        `their tasks stay pending (charged the attempt) and go to another instance when the lease expires`,
+        `their tasks stay pending and go to another instance when the lease expires`,
     );
-    for (const connection of this.connections) connection.cutOff();
+    const attempts = [...this.connections.values()].filter((id): id is string => id !== undefined);
+    for (const connection of this.connections.keys()) connection.cutOff();
     this.connections.clear();
+    // The process chose to stop them, not their tasks: forget their notes, so
+    // no attempt is charged, once the closed sessions have let go of them.
+    await forgetStopped(this.ctx.db.pool, attempts);
   }
 
   /** True when a handler was cut off at stop (its locks may linger until the server notices). */
@@ -154,9 +180,11 @@ export class Executor implements LifecycleService {
   }
 
   private launch(batch: TaskId[], alone: boolean): void {
+    for (const id of batch) this.running.add(id);
     this.inFlight++;
     this.soloInFlight = alone;
     void this.runBatch(batch, alone).finally(() => {
+      for (const id of batch) this.running.delete(id);
       this.inFlight--;
       if (alone) this.soloInFlight = false;
       this.pump();
@@ -172,7 +200,9 @@ export class Executor implements LifecycleService {
     let result: BatchResult;
     try {
       connection = await claimConnection(ctx.db);
-      this.connections.add(connection);
+      // A stop that came while this waited for a connection has already cut off the others.
+      if (this.stopped) return;
+      this.connections.set(connection, undefined);
       const nowMs = ctx.clock.now();
       if (this.unforgotten.length > 0) {
         const stale = this.unforgotten.splice(0);
@@ -180,20 +210,24 @@ export class Executor implements LifecycleService {
       }
       // Committed before the claim begins: survives the claim if it never commits.
       attemptId = await recordAttempt(connection.sql, ctx.options.instanceId, ids, new Date(nowMs));
+      this.connections.set(connection, attemptId);
       result = await this.batch.run(connection, ids, { nowMs, attemptId, alone });
     } catch (error) {
-      if (this.stopped) return;
-      if (error instanceof HandlerCutOff && attemptId !== undefined) {
+      if (error instanceof HandlerCutOff && attemptId !== undefined && !this.stopped) {
         await this.chargeCutOff(error, attemptId, ids);
         return;
       }
-      ctx.logger.error(
-        `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
-      );
+      // Failed as a whole (or stopped): no task's fault, so its note goes.
       const failed = attemptId;
       if (failed !== undefined) {
         await forgetAttempts(ctx.db.pool, [failed]).catch(() => this.unforgotten.push(failed));
       }
+      // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
+      connection?.cutOff();
+      if (this.stopped) return;
+      ctx.logger.error(
+        `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
+      );
       // Nothing committed: every id is still pending in the database.
       this.holdAll(ids, ctx.clock.now() + Math.max(ctx.options.tickMs, 1000));
       return;
@@ -228,7 +262,7 @@ export class Executor implements LifecycleService {
   private async chargeCutOff(cut: HandlerCutOff, attemptId: string, ids: TaskId[]): Promise<void> {
     const { ctx } = this;
     const nowMs = ctx.clock.now();
-    const retryAtMs = nowMs + retryDelayMs(this.registry.backoffOf(cut.taskType), 1);
+    const retryAtMs = nowMs + retryDelayMs(this.registry.backoffOf(cut.taskType), cut.attempt);
     const held = ctx.policy.isWithinWindow(retryAtMs, nowMs);
     ctx.logger.error(`Task ${cut.taskId} (${cut.taskType}): ${cut.message}`);
     try {
@@ -245,9 +279,12 @@ export class Executor implements LifecycleService {
       if (charged && !charged.dead && held) this.wheel.hold(cut.taskId, retryAtMs);
       else this.wheel.release(cut.taskId);
     } catch (error) {
-      // Its attempt row stays: charged by the next sweep for abandoned attempts.
+      // Uncharged, rather than let its note charge the batch-mates below as well.
+      this.unforgotten.push(attemptId);
       ctx.logger.error(`Charging the cut-off task ${cut.taskId} failed: ${errorText(error)}`);
     }
+    // Their claim is over: they may be queued again at once.
+    for (const id of ids) this.running.delete(id);
     this.enqueue(ids.filter((id) => id !== cut.taskId));
   }
 

@@ -4,6 +4,8 @@ export class HandlerCutOff extends Error {
     readonly taskId: string,
     readonly taskType: string,
     readonly timeoutMs: number,
+    /** The attempt that was cut off, from 1. */
+    readonly attempt: number,
   ) {
     super(
       `handler timed out after ${timeoutMs} ms and did not stop when its signal aborted; ` +

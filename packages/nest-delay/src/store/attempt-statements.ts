@@ -3,11 +3,20 @@ import { pendingIn } from './pending.js';
 import type { Sql } from './sql.js';
 
 /**
- * Notes, in a commit of its own, that this instance is about to run `ids`:
- * if its claim never commits (the process died, or the claim was cut off),
- * the row stays and the next claim of each task charges it the attempt (see
- * claimTasks). Returns the row's id, which the claim deletes in its own
- * transaction.
+ * Advisory lock keys of attempts: a class of their own (the two-int form,
+ * so it cannot meet a user's single-bigint keys), the attempt id within it.
+ */
+export const ATTEMPT_LOCK_CLASS = 0x6e64_6174; // 'ndat'
+export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int`;
+
+/**
+ * Notes, in a commit of its own, that this claim is about to run `ids`, and
+ * takes a session-level advisory lock on the note: the lock lives exactly as
+ * long as this connection's session, so while it is held the claim is alive,
+ * and once the session is gone (the process died, or the claim was cut off)
+ * the note is a dead attempt that the next claim of each task charges (see
+ * claimTasks). The claim deletes the note and drops the lock in its own
+ * statement. Returns the note's id.
  */
 export async function recordAttempt(
   sql: Sql,
@@ -15,35 +24,50 @@ export async function recordAttempt(
   ids: TaskId[],
   now: Date,
 ): Promise<string> {
-  // Committed without waiting for the WAL flush: the row matters only if the
+  // Committed without waiting for the WAL flush: the note matters only if the
   // app dies while Postgres lives on (and flushes it within milliseconds); if
   // Postgres itself crashes, the claims die with it and nothing is to charge.
   const [row] = await sql.rows<{ id: string }>(
-    `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
-     INSERT INTO delay_attempt (instance_id, task_ids, started_at)
-     SELECT $1, $2::bigint[], $3 FROM async
-     RETURNING id`,
+    `WITH async AS (
+       SELECT set_config('synchronous_commit', 'off', true)
+     ), noted AS (
+       INSERT INTO delay_attempt (instance_id, task_ids, started_at, recorded_at)
+       SELECT $1, $2::bigint[], $3, now() FROM async
+       RETURNING id
+     )
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}) FROM noted`,
     [instanceId, ids, now],
   );
   return row.id;
 }
 
-/** Forgets attempts whose claims failed as a whole: rolled back by an error, not cut off by a death. */
-export async function forgetAttempts(sql: Sql, attemptIds: string[]): Promise<void> {
-  await sql.rows(`DELETE FROM delay_attempt WHERE id = ANY($1::bigint[])`, [attemptIds]);
+/**
+ * Forgets the notes of claims that ended without their tasks being at fault
+ * (failed as a whole, or stopped by a shutdown). Never waits: a note that a
+ * transaction still holds is skipped; returns the ids it deleted.
+ */
+export async function forgetAttempts(sql: Sql, attemptIds: string[]): Promise<string[]> {
+  const rows = await sql.rows<{ id: string }>(
+    `DELETE FROM delay_attempt WHERE id IN (
+       SELECT id FROM delay_attempt WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED
+     ) RETURNING id`,
+    [attemptIds],
+  );
+  return rows.map((row) => row.id);
 }
 
 /**
  * Deletes attempt rows that can no longer charge anything: none of their
  * tasks is still pending (each was claimed since, and charged then, or was
- * cancelled). Old rows only, so a claim between its row's commit and its own
- * transaction is never touched. Reads tasks without locking them.
+ * cancelled), or Postgres restarted since (its claims died with it, not of
+ * their tasks). Old rows only. Reads tasks without locking them.
  */
 export async function forgetSettledAttempts(sql: Sql, olderThan: Date): Promise<void> {
   await sql.rows(
     `DELETE FROM delay_attempt a
      WHERE a.started_at < $1
-       AND NOT EXISTS (SELECT 1 FROM delayed_task t WHERE t.id = ANY(a.task_ids) AND ${pendingIn('t')})`,
+       AND (NOT EXISTS (SELECT 1 FROM delayed_task t WHERE t.id = ANY(a.task_ids) AND ${pendingIn('t')})
+            OR a.recorded_at < pg_postmaster_start_time())`,
     [olderThan],
   );
 }

@@ -1,4 +1,5 @@
 import type { TaskId } from '../task.types.js';
+import { ATTEMPT_LOCK_CLASS, attemptLockKey } from './attempt-statements.js';
 import { PENDING, PENDING_BY_ID } from './pending.js';
 import type { Sql } from './sql.js';
 import type { DueRow, TaskRow } from './task-row.js';
@@ -15,14 +16,17 @@ export interface ClaimRow extends TaskRow {
  * handlers' effects, is the exactly-once guarantee. SKIP LOCKED lets another
  * instance holding the same task move on instead of waiting; the pending test
  * after the lock is what stops a second execution. No ORDER BY: SKIP LOCKED
- * never waits, so lock order cannot deadlock; the caller sorts.
+ * never waits (on tasks, nor on attempt rows), so lock order cannot
+ * deadlock; the caller sorts.
  *
  * Attempts that never committed are charged here too. Each claim first
- * commits a `delay_attempt` row listing its ids and deletes it in this
- * transaction; a row listing a task this claim could lock is an earlier
- * attempt that was cut off (its process died, or a timeout cut it). Each such
- * row adds one attempt and flags the task `interrupted_at`, and the task's id
- * leaves the row. A flagged task is claimed only `alone`: in a batch it is
+ * commits a `delay_attempt` row listing its ids, under a session advisory
+ * lock, and deletes it (and drops the lock) here. A row listing a task this
+ * claim could lock, whose lock no session holds, is an earlier attempt that
+ * was cut off (its process died, or a timeout cut it); one from before
+ * Postgres last started died with Postgres, not of its tasks, and is left to
+ * the sweep. Each dead row adds one attempt and flags the task
+ * `interrupted_at`, and the task's id leaves the row. A flagged task is claimed only `alone`: in a batch it is
  * charged and returned unclaimed, for a claim of its own, so a task that
  * kills its process takes no batch-mates with it next time.
  *
@@ -40,21 +44,28 @@ export function claimTasks(
   return sql.rows<ClaimRow>(
     `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3
+       RETURNING pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')})
      ), due AS (
        SELECT id, interrupted_at FROM delayed_task
        WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND due_at <= $2
        FOR UPDATE SKIP LOCKED
-     ), earlier AS (
-       SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a
+     ), listing AS MATERIALIZED (
+       SELECT a.id FROM delay_attempt a
        WHERE a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
+         AND a.recorded_at >= pg_postmaster_start_time()
+     ), earlier AS (
+       -- Dead only: no session holds its lock (a live claim's does). The
+       -- transaction lock taken here also keeps two claims from charging it at once.
+       SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a JOIN listing USING (id)
+       WHERE pg_try_advisory_xact_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('a.id')})
        ORDER BY a.id
-       FOR UPDATE
+       FOR UPDATE OF a SKIP LOCKED
      ), trimmed AS (
        UPDATE delay_attempt a
        SET task_ids = ARRAY(SELECT x FROM unnest(a.task_ids) AS x WHERE x NOT IN (SELECT id FROM due))
        FROM earlier WHERE a.id = earlier.id
      ), cut AS (
-       SELECT task_id, count(*)::int AS times, max(earlier.instance_id) AS instance
+       SELECT task_id, count(DISTINCT earlier.id)::int AS times, max(earlier.instance_id) AS instance
        FROM earlier, unnest(earlier.task_ids) AS task_id
        WHERE task_id IN (SELECT id FROM due)
        GROUP BY task_id

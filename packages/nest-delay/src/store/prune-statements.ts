@@ -1,7 +1,7 @@
 import type { Sql } from './sql.js';
 
-/** One key for every instance's pruner: pg_try_advisory_xact_lock lets one prune at a time. */
-const PRUNE_LOCK = 0x6e64_7072; // 'ndpr'
+/** One key for every instance's pruner (two-int form, a class of its own): one prunes at a time. */
+const PRUNE_LOCK = `${0x6e64_7072}, 0`; // 'ndpr'
 
 /**
  * Deletes up to `limit` finished tasks of each kind: executed or cancelled before

@@ -27,7 +27,7 @@ export async function insertTask(
   const onKey =
     req.ifExists === 'replace'
       ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
-         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at`
       : `key = EXCLUDED.key`;
   const [row] = await sql.rows<InsertedRow>(

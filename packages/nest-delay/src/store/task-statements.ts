@@ -77,7 +77,7 @@ export async function rescheduleTask(
 export async function retryDeadTask(sql: Sql, ref: TaskRef, lockedBy: string | null, now: Date) {
   const [row] = await sql.rows<ActedRow>(
     actOnTask(
-      `dead_at = NULL, attempts = 0, due_at = $4, updated_at = $4, locked_by = $3::text`,
+      `dead_at = NULL, attempts = 0, interrupted_at = NULL, due_at = $4, updated_at = $4, locked_by = $3::text`,
       `t.dead_at IS NOT NULL`,
     ),
     [...refParams(ref), lockedBy, now],
