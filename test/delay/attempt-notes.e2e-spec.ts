@@ -11,7 +11,7 @@ import {
   describeWithServer,
   type TestDatabase,
 } from '../support/test-database.js';
-import { createDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
+import { useDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
 
 const sqlOf = (client: pg.PoolClient): Sql => ({
   rows: async <T>(text: string, params: unknown[]) =>
@@ -126,21 +126,14 @@ class SwallowingHandlers {
 class SwallowingModule {}
 
 describe('a handler that swallows a database error, then returns an outcome', () => {
-  let db: TestDatabase;
+  const app = useDelayTestApp(
+    { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } },
+    { modules: [{ module: SwallowingModule }] },
+  );
   let t: DelayTestApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    t = await createDelayTestApp(
-      db,
-      { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } },
-      { modules: [{ module: SwallowingModule }] },
-    );
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    await db?.drop();
+    t = app.t;
   });
 
   it('fails that attempt alone; its batch-mates commit', async () => {

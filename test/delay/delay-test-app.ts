@@ -18,7 +18,7 @@ import {
   type TaskContext,
 } from 'nest-delay';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
-import type { TestDatabase } from '../support/test-database.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** What the test handlers do: record an effect row, or fail on demand. */
 export class HandlerBehaviour {
@@ -248,4 +248,30 @@ export async function lastTaskId(t: Pick<DelayTestApp, 'query'>): Promise<string
     `SELECT coalesce(max(id), 0)::text AS id FROM delayed_task`,
   );
   return row.id;
+}
+
+/**
+ * One fresh database and app for the enclosing describe (or file): created
+ * in beforeAll, closed and dropped in afterAll. Read `.t` inside tests.
+ */
+export function useDelayTestApp(
+  options: DelayModuleOptions = {},
+  setup: DelayTestSetup = {},
+): { readonly t: DelayTestApp } {
+  let db: TestDatabase | undefined;
+  let app: DelayTestApp | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await createDelayTestApp(db, options, setup);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+  return {
+    get t() {
+      if (!app) throw new Error('useDelayTestApp: the app exists only inside tests and hooks');
+      return app;
+    },
+  };
 }

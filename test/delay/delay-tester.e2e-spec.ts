@@ -1,7 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { DelayedTaskHandler, TaskOutcome, type TaskContext } from 'nest-delay';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { HOUR, createDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
+import { HOUR, useDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
 
 @Injectable()
 class TesterHandlers {
@@ -35,24 +34,14 @@ class TesterHandlers {
 @Module({ providers: [TesterHandlers] })
 class TesterModule {}
 
-let db: TestDatabase;
+const app = useDelayTestApp({ instanceId: 'tester' }, { modules: [{ module: TesterModule }] });
 let t: DelayTestApp;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await createDelayTestApp(
-    db,
-    { instanceId: 'tester' },
-    { modules: [{ module: TesterModule }] },
-  );
+  t = app.t;
   await t.query(
     `CREATE TABLE tester_echo (id serial PRIMARY KEY, payload jsonb, attempt int, instance text)`,
   );
-});
-
-afterAll(async () => {
-  await t?.close();
-  await db?.drop();
 });
 
 describe('DelayTester.assertScheduled / assertNotScheduled', () => {

@@ -2,12 +2,11 @@ import { Injectable, Module } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { DelayedTaskHandler, TaskOutcome, type TaskContext } from 'nest-delay';
 import type { RunReport } from 'nest-delay/testing';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import {
   HOUR,
   MINUTE,
   SECOND,
-  createDelayTestApp,
+  useDelayTestApp,
   recordEffect,
   type DelayTestApp,
 } from './delay-test-app.js';
@@ -63,25 +62,18 @@ const counts = (c: Partial<RunReport> = {}) => ({
   ...c,
 });
 
-let db: TestDatabase;
+const app = useDelayTestApp(
+  {
+    instanceId: 'outcomes',
+    concurrency: 1,
+    retry: { maxAttempts: 7, baseDelay: '10s', jitter: 0 },
+  },
+  { modules: [{ module: OutcomeModule }] },
+);
 let t: DelayTestApp;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  t = await createDelayTestApp(
-    db,
-    {
-      instanceId: 'outcomes',
-      concurrency: 1,
-      retry: { maxAttempts: 7, baseDelay: '10s', jitter: 0 },
-    },
-    { modules: [{ module: OutcomeModule }] },
-  );
-});
-
-afterAll(async () => {
-  await t?.close();
-  await db?.drop();
+  t = app.t;
 });
 
 describe('TaskOutcome.discard', () => {

@@ -1,7 +1,6 @@
 import { Injectable, Module } from '@nestjs/common';
 import { DelayedTaskHandler, type TaskContext } from 'nest-delay';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { createDelayTestApp, recordEffect, SECOND, type DelayTestApp } from './delay-test-app.js';
+import { useDelayTestApp, recordEffect, SECOND, type DelayTestApp } from './delay-test-app.js';
 
 const TIMEOUT_MS = 300;
 
@@ -29,22 +28,14 @@ class SlowHandlers {
 @Module({ providers: [SlowHandlers], exports: [SlowHandlers] })
 class SlowModule {}
 
-let db: TestDatabase;
+const app = useDelayTestApp(
+  { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } },
+  { modules: [{ module: SlowModule }] },
+);
 let t: DelayTestApp;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  // One claim transaction at a time: the hung handler shares its batch with the others.
-  t = await createDelayTestApp(
-    db,
-    { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } },
-    { modules: [{ module: SlowModule }] },
-  );
-});
-
-afterAll(async () => {
-  await t?.close();
-  await db?.drop();
+  t = app.t;
 });
 
 beforeEach(() => t.quiesce());

@@ -1,20 +1,13 @@
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { createDelayTestApp, HOUR, MINUTE, type DelayTestApp } from './delay-test-app.js';
+import { useDelayTestApp, HOUR, MINUTE, type DelayTestApp } from './delay-test-app.js';
 
 const DAY = 24 * HOUR;
 
 describe('retention', () => {
-  let db: TestDatabase;
+  const app = useDelayTestApp({ retry: { maxAttempts: 1 } });
   let t: DelayTestApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    t = await createDelayTestApp(db, { retry: { maxAttempts: 1 } });
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    await db?.drop();
+    t = app.t;
   });
 
   const exists = async (id: string) =>
@@ -64,20 +57,14 @@ describe('retention', () => {
 });
 
 describe('retention turned off', () => {
-  let db: TestDatabase;
+  const app2 = useDelayTestApp({
+    retry: { maxAttempts: 1 },
+    retention: { finished: false, dead: false },
+  });
   let t: DelayTestApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    t = await createDelayTestApp(db, {
-      retry: { maxAttempts: 1 },
-      retention: { finished: false, dead: false },
-    });
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    await db?.drop();
+    t = app2.t;
   });
 
   it('keeps every task forever', async () => {
