@@ -42,7 +42,7 @@ describeWithServer('attempt notes of live claims', () => {
     await db?.drop();
   });
 
-  it('are never charged: a claim that overlaps another, still running, runs or skips, and charges nothing', async () => {
+  it('are never charged: a claim that overlaps another, still running, defers or skips, and charges nothing', async () => {
     const [{ id }] = (
       await pool.query(
         `INSERT INTO delayed_task (type, due_at, max_attempts, created_at, updated_at)
@@ -56,8 +56,15 @@ describeWithServer('attempt notes of live claims', () => {
       // Both noted the task (two drainers read the same page); the first has not claimed yet.
       const firstNote = await recordAttempt(sqlOf(first), 'one', [id], now);
       const secondNote = await recordAttempt(sqlOf(second), 'two', [id], now);
+      // In a batch, a task another note lists is left for a claim of its own, uncharged.
       await second.query('BEGIN');
-      const claimed = await claimTasks(sqlOf(second), [id], now, secondNote, false, 70_000);
+      expect(await claimTasks(sqlOf(second), [id], now, secondNote, false, 70_000)).toMatchObject([
+        { id, claimed: false, attempts: 0, last_error: null },
+      ]);
+      await second.query('COMMIT');
+      const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
+      await second.query('BEGIN');
+      const claimed = await claimTasks(sqlOf(second), [id], now, soloNote, true, 70_000);
       await second.query('COMMIT');
       expect(claimed).toMatchObject([{ id, claimed: true, attempts: 1, last_error: null }]);
       await first.query('BEGIN');

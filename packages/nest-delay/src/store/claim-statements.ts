@@ -26,7 +26,8 @@ export interface ClaimRow extends TaskRow {
  * was cut off (its process died, or a timeout cut it); one from before
  * Postgres last started died with Postgres, not of its tasks, and is left to
  * the sweep. Each dead row adds one attempt and flags the task
- * `interrupted_at`, and the task's id leaves the row. A flagged task is claimed only `alone`: in a batch it is
+ * `interrupted_at`, and the task's id leaves the row. A flagged task, or one
+ * that any other note lists, is claimed only `alone`: in a batch it is
  * charged and returned unclaimed, for a claim of its own, so a task that
  * kills its process takes no batch-mates with it next time.
  *
@@ -69,10 +70,16 @@ export function claimTasks(
        FROM earlier, unnest(earlier.task_ids) AS task_id
        WHERE task_id IN (SELECT id FROM due)
        GROUP BY task_id
+     ), listed AS (
+       -- In any other note, dead or not: a note another claim is charging
+       -- right now looks alive to this one, so such a task is never run in a batch.
+       SELECT DISTINCT task_id FROM delay_attempt a JOIN listing USING (id), unnest(a.task_ids) AS task_id
+       WHERE task_id IN (SELECT id FROM due)
      ), marked AS (
        SELECT due.id,
               coalesce(cut.times, 0) AS times, cut.instance,
-              (due.interrupted_at IS NOT NULL OR cut.times IS NOT NULL) AS suspect
+              (due.interrupted_at IS NOT NULL OR cut.times IS NOT NULL
+               OR due.id IN (SELECT task_id FROM listed)) AS suspect
        FROM due LEFT JOIN cut ON cut.task_id = due.id
      ), updated AS (
        UPDATE delayed_task t
