@@ -95,10 +95,9 @@ export class DelayService {
     const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];
     const holderOf = new Map(holders.map((row) => [row.key, row.id]));
     for (const row of rows) {
-      const held = row.locked_by !== null && this.policy.holds(row.locked_by);
       if (manager && this.policy.isRunning)
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
-      else if (held) this.wheel.hold(row.id, row.due_at.getTime());
+      else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
     }
     return reqs.map((req, i): BulkScheduleResult => {
       const row = byPosition.get(i);
@@ -123,11 +122,11 @@ export class DelayService {
   async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const row = await cancelTask(this.db.in(options.manager), checked, new Date(this.now()));
-    const task = this.acted(checked, row, 'cancel');
+    const cancelled = this.acted(checked, row, 'cancel');
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
-    if (!options.manager) this.wheel.release(task.id);
-    return task;
+    if (!options.manager) this.wheel.release(cancelled.id);
+    return toTask(cancelled);
   }
 
   /** Moves a pending task to a new time; returns it moved. */
@@ -147,9 +146,9 @@ export class DelayService {
       lockedBy,
       new Date(nowMs),
     );
-    const task = this.acted(checked, row, 'reschedule');
-    this.track(row as TaskRow, options.manager !== undefined);
-    return task;
+    const changed = this.acted(checked, row, 'reschedule');
+    this.track(changed, options.manager !== undefined);
+    return toTask(changed);
   }
 
   /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
@@ -163,9 +162,9 @@ export class DelayService {
       lockedBy,
       new Date(nowMs),
     );
-    const task = this.acted(checked, row, 'retry');
-    this.track(row as TaskRow, options.manager !== undefined);
-    return task;
+    const changed = this.acted(checked, row, 'retry');
+    this.track(changed, options.manager !== undefined);
+    return toTask(changed);
   }
 
   /** This instance's counters (executed, failed, dead-lettered, snoozed, by type) and what it holds. */
@@ -215,14 +214,15 @@ export class DelayService {
     }
   }
 
+  /** The row an action changed; or why there is none, as the error to throw. */
   private acted(
     ref: TaskRef,
     row: ActedRow | undefined,
     action: 'cancel' | 'reschedule' | 'retry',
-  ) {
+  ): ActedRow {
     if (!row) throw new TaskNotFoundError(ref);
     if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
-    return toTask<JsonValue>(row);
+    return row;
   }
 
   /**

@@ -51,7 +51,7 @@ export function claimTasks(
        WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND due_at <= $2
        FOR UPDATE SKIP LOCKED
      ), listing AS MATERIALIZED (
-       SELECT a.id FROM delay_attempt a
+       SELECT a.id, a.task_ids FROM delay_attempt a
        WHERE a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
          AND a.recorded_at >= pg_postmaster_start_time()
      ), earlier AS (
@@ -73,7 +73,7 @@ export function claimTasks(
      ), listed AS (
        -- In any other note, dead or not: a note another claim is charging
        -- right now looks alive to this one, so such a task is never run in a batch.
-       SELECT DISTINCT task_id FROM delay_attempt a JOIN listing USING (id), unnest(a.task_ids) AS task_id
+       SELECT DISTINCT task_id FROM listing, unnest(listing.task_ids) AS task_id
        WHERE task_id IN (SELECT id FROM due)
      ), marked AS (
        SELECT due.id,

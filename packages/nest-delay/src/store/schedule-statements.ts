@@ -4,11 +4,6 @@ import { PENDING } from './pending.js';
 import type { Sql } from './sql.js';
 import type { TaskRow } from './task-row.js';
 
-export interface InsertedRow extends TaskRow {
-  /** false when a pending task already held the key and was kept or replaced. */
-  inserted: boolean;
-}
-
 /**
  * One task in one statement, whatever its key finds. Without a key it is a
  * plain insert. With a key that a pending task already holds, the unique
@@ -23,18 +18,18 @@ export async function insertTask(
   req: NormalizedRequest,
   lockedBy: string | null,
   now: Date,
-): Promise<InsertedRow> {
+): Promise<TaskRow> {
   const onKey =
     req.ifExists === 'replace'
       ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at`
       : `key = EXCLUDED.key`;
-  const [row] = await sql.rows<InsertedRow>(
+  const [row] = await sql.rows<TaskRow>(
     `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
      VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
-     RETURNING *, (xmax = 0) AS inserted`,
+     RETURNING *`,
     [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
   );
   return row;
