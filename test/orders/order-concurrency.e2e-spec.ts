@@ -142,7 +142,18 @@ describeWithServer('pay and close-unpaid interleaved by hand', () => {
         `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
       );
       if (rows[0].n >= n) return;
-      if (Date.now() > deadline) throw new Error(`expected ${n} lock waiter(s), saw ${rows[0].n}`);
+      if (Date.now() > deadline) {
+        // What the engine and the sessions were doing, for a failure that is hard to reproduce.
+        const sessions = await blocker.query(
+          `SELECT pid, state, wait_event_type, wait_event, left(query, 40) AS query, now() - state_change AS since, backend_xid FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+        );
+        throw new Error(
+          `expected ${n} lock waiter(s), saw ${rows[0].n}; engine ${JSON.stringify(
+            t.delay.delay.stats(),
+          )}; sessions ${JSON.stringify(sessions.rows)}`,
+        );
+      }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }

@@ -54,6 +54,8 @@ export class Executor implements LifecycleService {
    * process died then, the task would be charged twice for one death.
    */
   private readonly running = new Set<TaskId>();
+  /** Fired ids a claim passed by once and that were put straight back (see recheck). */
+  private readonly missedOnce = new Set<TaskId>();
   private inFlight = 0;
   private stopped = false;
   private roomWaiters: Array<() => void> = [];
@@ -243,6 +245,7 @@ export class Executor implements LifecycleService {
       else this.wheel.release(outcome.id);
     }
     for (const id of result.deferred) this.queueAlone(id);
+    for (const id of result.claimedIds) this.missedOnce.delete(id);
     const missing = ids.filter((id) => !result.claimedIds.has(id) && !result.deferred.includes(id));
     if (missing.length > 0) await this.recheck(missing);
   }
@@ -296,9 +299,20 @@ export class Executor implements LifecycleService {
     try {
       const rows = await findPendingByIds(this.ctx.db.pool, ids);
       const nowMs = this.ctx.clock.now();
+      const pending = new Set(rows.map((row) => row.id));
+      for (const id of ids) if (!pending.has(id)) this.missedOnce.delete(id);
       for (const row of rows) {
         if (row.locked_by !== null && !this.ctx.policy.holds(row.locked_by)) continue;
-        this.wheel.hold(row.id, Math.max(row.due_at.getTime(), nowMs + this.ctx.options.tickMs));
+        // A first miss is most often a moment's lock (the loader leasing it
+        // just then): try again at once. A second waits a tick, so a row that
+        // a long transaction holds is not claimed in a tight loop.
+        const again = this.missedOnce.delete(row.id);
+        if (!again) this.missedOnce.add(row.id);
+        const dueAtMs = row.due_at.getTime();
+        this.wheel.hold(
+          row.id,
+          again ? Math.max(dueAtMs, nowMs + this.ctx.options.tickMs) : dueAtMs,
+        );
       }
     } catch (error) {
       // Still leased to this instance, so no loader would take them: look again later.
