@@ -19,10 +19,24 @@ import { idle } from './workloads/idle.js';
 import { recovery } from './workloads/recovery.js';
 import { scale } from './workloads/scale.js';
 import { schedule } from './workloads/schedule.js';
+import { retention } from './workloads/retention.js';
+import { soak } from './workloads/soak.js';
 import { spread } from './workloads/spread.js';
 import { wheel } from './workloads/wheel.js';
 
-const WORKLOADS: Workload[] = [wheel, schedule, burst, spread, idle, scale, recovery, http];
+// soak is opt-in (20 minutes): `--only soak`.
+const WORKLOADS: Workload[] = [
+  wheel,
+  schedule,
+  burst,
+  spread,
+  retention,
+  idle,
+  scale,
+  recovery,
+  http,
+  soak,
+];
 const RESULTS_DIR = fileURLToPath(new URL('../../../bench/results/', import.meta.url));
 
 const SETTINGS = {
@@ -127,7 +141,7 @@ async function main(): Promise<void> {
     process.stdout.write(md.slice(md.indexOf('## Targets')));
     return;
   }
-  const selected = WORKLOADS.filter((w) => only.length === 0 || only.includes(w.name));
+  const selected = WORKLOADS.filter((w) => (only.length === 0 ? !w.optIn : only.includes(w.name)));
   const started = new Date();
   const report: Record<string, any> = {
     startedAt: started.toISOString(),

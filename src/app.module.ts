@@ -4,17 +4,29 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from './config/app-config.js';
 import { APP_CONFIG } from './config/app-config.token.js';
 import { dataSourceOptions } from './database/data-source-options.js';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DelayModule } from 'nest-delay';
 import { OrdersModule } from './orders/orders.module.js';
+import { AdminPulse } from './admin/admin-pulse.js';
+import { AdminModule } from './admin/admin.module.js';
+import { DelayEventsBridge } from './ops/events/delay-events.bridge.js';
+import { OpsEventsModule } from './ops/events/ops-events.module.js';
+import { HealthModule } from './ops/health/health.module.js';
+import { MetricsModule } from './ops/metrics/metrics.module.js';
+import { TaskMetrics } from './ops/metrics/task-metrics.js';
+import { combineObservers } from './ops/delay-observer.js';
 
 /**
  * The whole service: validated configuration, the database (migrated at
- * start unless told not to), DelayModule and the modules that use it.
- * `databaseUrl` is the server from DATABASE_URL or the embedded Postgres.
+ * start unless told not to), DelayModule and the modules that use it, and
+ * operations (probes, metrics, events) and the admin API when ADMIN_TOKEN is
+ * set. `databaseUrl` is the server from DATABASE_URL or the embedded Postgres.
  */
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+    // Made here, not injected: DelayModule's factory needs it before the admin module exists.
+    const pulse = config.adminToken ? new AdminPulse() : undefined;
     return {
       module: AppModule,
       imports: [
@@ -33,16 +45,41 @@ export class AppModule {
           // A missing database should fail the start at once, not after 9 × 3 s of retries.
           retryAttempts: 0,
         }),
-        DelayModule.forRoot({
-          tickMs: config.delayTickMs,
-          slots: config.delayWheelSlots,
-          window: config.delayWindowMs,
-          concurrency: config.delayConcurrency,
-          lease: config.delayLeaseMs,
-          retry: { maxAttempts: config.delayMaxAttempts },
-          instanceId: config.delayInstanceId,
+        // Global, and before anything that emits; listener errors are logged (suppressErrors).
+        EventEmitterModule.forRoot(),
+        DelayModule.forRootAsync({
+          imports: [OpsEventsModule, ...(config.metricsEnabled ? [MetricsModule] : [])],
+          inject: [DelayEventsBridge, { token: TaskMetrics, optional: true }],
+          useFactory: (bridge: DelayEventsBridge, metrics: TaskMetrics | undefined) => ({
+            tickMs: config.delayTickMs,
+            slots: config.delayWheelSlots,
+            window: config.delayWindowMs,
+            concurrency: config.delayConcurrency,
+            lease: config.delayLeaseMs,
+            retry: { maxAttempts: config.delayMaxAttempts },
+            instanceId: config.delayInstanceId,
+            // Metrics count directly; the bridge emits what someone listens to.
+            // Neither on: no observer, and the engine builds no event at all.
+            observer: combineObservers([
+              ...(metrics ? [metrics] : []),
+              ...(config.eventsEnabled ? [bridge] : []),
+              ...(pulse ? [pulse] : []),
+            ]),
+          }),
         }),
         OrdersModule,
+        HealthModule,
+        ...(config.metricsEnabled ? [MetricsModule] : []),
+        // No token, no admin routes at all: they answer 404 like any unknown path.
+        ...(config.adminToken && pulse
+          ? [
+              AdminModule.register({
+                token: config.adminToken,
+                countCap: config.adminCountCap,
+                pulse,
+              }),
+            ]
+          : []),
       ],
       providers: [{ provide: APP_CONFIG, useValue: config }],
       exports: [APP_CONFIG],

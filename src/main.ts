@@ -5,10 +5,14 @@ import { AppModule } from './app.module.js';
 import { ConfigError, loadConfig } from './config/app-config.js';
 import { configureApp } from './configure-app.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded-postgres.js';
+import { AppLogger } from './ops/logging/app-logger.js';
 
 async function bootstrap(): Promise<void> {
-  const logger = new Logger('Bootstrap');
   const config = loadConfig();
+  const appLogger = new AppLogger({ format: config.logFormat, level: config.logLevel });
+  // Every `new Logger(context)` (the app's and nest-delay's) writes through it from here on.
+  Logger.overrideLogger(appLogger);
+  const logger = new Logger('Bootstrap');
   let embedded: EmbeddedPostgres | undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -19,7 +23,7 @@ async function bootstrap(): Promise<void> {
     );
   }
   const app = await NestFactory.create(AppModule.forRoot(config, databaseUrl), {
-    bufferLogs: false,
+    logger: appLogger,
   });
   configureApp(app);
   // Our own signal handling rather than enableShutdownHooks(): app.close() runs

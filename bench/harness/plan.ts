@@ -1,12 +1,15 @@
 /**
  * Which tasks a run schedules, as a formula rather than a list (it crosses the
  * process boundary): task i of 1..count updates bench_order row i and is due
- * at firstDueMs + (i − 1) × stepMs, epoch milliseconds.
+ * at firstDueMs + (i − 1) × stepMs, epoch milliseconds. With `offset`, task i
+ * updates row offset + i instead (a slice of a longer plan, as the soak
+ * schedules second by second).
  */
 export interface TaskPlan {
   count: number;
   firstDueMs: number;
   stepMs: number;
+  offset?: number;
 }
 
 export interface Task {
@@ -14,8 +17,12 @@ export interface Task {
   dueAtMs: number;
 }
 
-export function taskAt(plan: TaskPlan, orderId: number): Task {
-  return { orderId, dueAtMs: plan.firstDueMs + (orderId - 1) * plan.stepMs };
+/** Task i (1-based) of the plan. */
+export function taskAt(plan: TaskPlan, i: number): Task {
+  return {
+    orderId: (plan.offset ?? 0) + i,
+    dueAtMs: plan.firstDueMs + (i - 1) * plan.stepMs,
+  };
 }
 
 /** Tasks from..to (inclusive, 1-based). */

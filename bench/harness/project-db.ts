@@ -1,6 +1,6 @@
 /**
  * For the workloads that prepare this project's table before it starts
- * (scale, recovery): its migrations, and delayed_task rows written in bulk.
+ * (scale, recovery, retention): its migrations, and delayed_task rows written in bulk.
  */
 import 'reflect-metadata';
 import type pg from 'pg';
@@ -40,4 +40,19 @@ export async function insertFarTasks(client: pg.Client, count: number): Promise<
 
 export async function analyze(client: pg.Client): Promise<void> {
   await client.query('VACUUM ANALYZE delayed_task');
+}
+
+/**
+ * `count` tasks that ran two to three days ago (one attempt, no key), as an
+ * app's history looks a week before retention starts deleting: every one old
+ * enough for any retention under two days to prune.
+ */
+export async function insertExecutedTasks(client: pg.Client, count: number): Promise<void> {
+  await client.query(
+    `INSERT INTO delayed_task (type, payload, due_at, executed_at, attempts, created_at, updated_at)
+     SELECT $1, jsonb_build_object('orderId', 10000000 + g), d, d + interval '20 ms', 1, d - interval '1 hour', d + interval '20 ms'
+     FROM (SELECT g, now() - interval '3 days' + g * (interval '1 day' / $2::int) AS d
+           FROM generate_series(1, $2::int) g) s`,
+    [TASK_TYPE, count],
+  );
 }

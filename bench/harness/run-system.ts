@@ -15,13 +15,16 @@ import {
 } from './db.js';
 import { wholeSecondAfter, type TaskPlan } from './plan.js';
 import { waitForEffects } from './wait.js';
-import { label, type SystemName } from '../systems/system.js';
+import { label, type SystemName, type SystemSettings } from '../systems/system.js';
 import type { StatementTime } from '../systems/sut-main.js';
 
 export interface DueRun {
   system: SystemName;
   label: string;
   tickMs?: number;
+  ballast?: number;
+  /** This project with metrics and events on (SystemSettings.observe). */
+  observe?: boolean;
   count: number;
   /** How long the bulk scheduling took, and by how much it ended after the first due time (0 = in time). */
   scheduleMs: number;
@@ -43,6 +46,10 @@ export interface DueRun {
 export interface DueRunOptions {
   system: SystemName;
   tickMs?: number;
+  /** This project only: tasks held in its wheel beside the measured ones. */
+  ballast?: number;
+  /** This project with metrics and events on (SystemSettings.observe). */
+  observe?: boolean;
   database: string;
   count: number;
   /** Spacing of due times (0 = all due at the same instant). */
@@ -51,16 +58,38 @@ export interface DueRunOptions {
   leadMs: number;
   /** Give up waiting after this long past the last due time. */
   capMs: number;
+  /** Runs after the effects are in and measured, before the system stops (to let it finish other work). */
+  beforeStop?: () => Promise<void>;
 }
 
 export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
   const url = await freshDatabase(o.database);
-  const name = label(o.system, o.tickMs);
-  const { sut } = await SystemProcess.launch(
-    o.system,
-    url,
-    o.tickMs === undefined ? {} : { tickMs: o.tickMs },
-  );
+  try {
+    return await runDueTasksOn(url, o);
+  } finally {
+    await dropDatabase(o.database);
+  }
+}
+
+/**
+ * The same on a database the caller prepared (and drops): bench_order must
+ * not exist yet. `extra` reaches the system's settings (this project's
+ * retention, for one).
+ */
+export async function runDueTasksOn(
+  url: string,
+  o: Omit<DueRunOptions, 'database'>,
+  extra: Partial<SystemSettings> = {},
+): Promise<DueRun> {
+  const name =
+    label(o.system, o.tickMs, o.observe) +
+    (o.ballast ? `, ${o.ballast.toLocaleString('en-US')} more held` : '');
+  const { sut } = await SystemProcess.launch(o.system, url, {
+    ...(o.tickMs === undefined ? {} : { tickMs: o.tickMs }),
+    ...(o.ballast ? { ballast: o.ballast } : {}),
+    ...(o.observe ? { observe: true } : {}),
+    ...extra,
+  });
   try {
     return await withClient(url, async (client) => {
       const plan: TaskPlan = {
@@ -82,6 +111,7 @@ export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
       );
       const after = await sut.usage();
       const statementTimes = (await sut.statementTimes()).slice(0, 6);
+      await o.beforeStop?.();
       await sut.stop();
       const outcome = await readOutcome(client, o.count);
       const span =
@@ -92,6 +122,8 @@ export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
         system: o.system,
         label: name,
         tickMs: o.tickMs,
+        ballast: o.ballast,
+        observe: o.observe,
         count: o.count,
         scheduleMs: round(scheduled.ms),
         scheduledLateMs: Math.max(0, round(scheduled.endedAtMs - plan.firstDueMs)),
@@ -107,6 +139,5 @@ export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
     });
   } finally {
     await sut.stop();
-    await dropDatabase(o.database);
   }
 }

@@ -8,6 +8,8 @@ import type { DueRun } from './run-system.js';
 import type { IdleFigure } from '../workloads/idle.js';
 import type { ScaleCase } from '../workloads/scale.js';
 import type { RecoveryResult } from '../workloads/recovery.js';
+import { byTick, type RetentionResult } from '../workloads/retention.js';
+import { middleAndEnd, type SoakResult } from '../workloads/soak.js';
 
 export interface TargetVerdict {
   target: string;
@@ -129,6 +131,29 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
           `${num(eps)}/s vs ${num(bare.effectsPerSecond)}/s = ${num(eps / bare.effectsPerSecond, 2)}×`,
         ),
       );
+    const first = project.outcome.lateness?.min;
+    if (first !== undefined)
+      verdicts.push(
+        atMost(
+          `Burst ${num(size.count)}: first effect within 10 ms of the due instant`,
+          first,
+          10,
+          ' ms',
+          `${num(first)} ms`,
+        ),
+      );
+    if (size.observed?.effectsPerSecond && eps) {
+      const kept = size.observed.effectsPerSecond / eps;
+      verdicts.push(
+        atLeast(
+          `Burst ${num(size.count)}: metrics + events on within 5% of off`,
+          kept,
+          0.95,
+          '×',
+          `${num(size.observed.effectsPerSecond)}/s vs ${num(eps)}/s = ${num(kept, 3)}×`,
+        ),
+      );
+    }
     const clean = project.outcome.duplicates === 0 && project.outcome.missing === 0;
     verdicts.push({
       target: `Burst ${num(size.count)}: zero duplicates, zero missing`,
@@ -138,21 +163,80 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
     });
   }
   const spread = results.spread?.runs as DueRun[] | undefined;
+  const floor = spread?.find((r) => r.system === 'timeout-floor')?.outcome.lateness;
   for (const run of (spread ?? []).filter((r) => r.system === 'project')) {
     const l = run.outcome.lateness;
     if (!l) continue;
+    const vsFloor = floor ? ` (floor ${num(floor.p50)} / ${num(floor.p99)} ms)` : '';
     verdicts.push(
       atMost(
-        `Spread, ${run.label}: p99 lateness ≤ one tick`,
-        l.p99,
-        run.tickMs ?? 1000,
+        `Spread, ${run.label}: p50 lateness ≤ 3 ms`,
+        l.p50,
+        3,
         ' ms',
-        `p99 ${num(l.p99)} ms`,
+        `p50 ${num(l.p50)} ms${vsFloor}`,
       ),
-    );
-    verdicts.push(
+      atMost(
+        `Spread, ${run.label}: p99 lateness ≤ 10 ms`,
+        l.p99,
+        10,
+        ' ms',
+        `p99 ${num(l.p99)} ms${vsFloor}`,
+      ),
       atLeast(`Spread, ${run.label}: never early`, l.min, 0, ' ms', `earliest ${num(l.min)} ms`),
     );
+    const all = run.outcome.duplicates === 0 && run.outcome.missing === 0;
+    verdicts.push({
+      target: `Spread, ${run.label}: as many effects as tasks`,
+      measured: `${run.outcome.effected} of ${run.count}`,
+      met: all,
+      missedBy: all
+        ? undefined
+        : `${run.outcome.duplicates} duplicates, ${run.outcome.missing} missing`,
+    });
+  }
+  const retention = results.retention as RetentionResult | undefined;
+  if (retention?.runs?.length) {
+    for (const v of byTick(retention)) {
+      const tick = v.tickMs >= 1000 ? `${v.tickMs / 1000} s` : `${v.tickMs} ms`;
+      verdicts.push(
+        atMost(
+          `Retention, ${tick} tick: spread p99 while pruning ≤ 1.2× quiet`,
+          v.ratio,
+          1.2,
+          '×',
+          `${num(v.ratio, 2)}× (${num(v.pruningP99)} ms vs ${num(v.quietP99)} ms, means of ${retention.rounds})`,
+        ),
+      );
+      verdicts.push({
+        target: `Retention, ${tick} tick: effects = tasks, zero duplicates`,
+        measured: v.clean ? 'every run' : 'not every run',
+        met: v.clean,
+        missedBy: v.clean ? undefined : 'see the retention table',
+      });
+    }
+  }
+  const soak = results.soak as SoakResult | undefined;
+  if (soak?.samples?.length) {
+    const { middle, end } = middleAndEnd(soak);
+    const sizes: Array<[string, number, number]> = [
+      ['delayed_task heap', middle.tableBytes, end.tableBytes],
+      ...Object.keys(end.indexBytes).map((i): [string, number, number] => [
+        `index ${i}`,
+        middle.indexBytes[i] ?? 0,
+        end.indexBytes[i],
+      ]),
+    ];
+    for (const [name, m, e] of sizes)
+      verdicts.push(
+        atMost(
+          `Soak: ${name} at the end ≤ 1.2× the middle`,
+          e / m,
+          1.2,
+          '×',
+          `${num(e / m, 2)}× (${num(e / 1024, 0)} KiB at ${end.atSeconds} s vs ${num(m / 1024, 0)} KiB at ${middle.atSeconds} s)`,
+        ),
+      );
   }
   const idle = (results.idle?.figures as IdleFigure[] | undefined)?.find(
     (f) => f.system === 'project',

@@ -13,6 +13,8 @@ export interface RunContext {
 export interface Workload<R = any> {
   name: string;
   title: string;
+  /** Left out of the default set; runs only when named in --only (long runs such as the soak). */
+  optIn?: boolean;
   run(ctx: RunContext): Promise<R>;
   /** The workload's section of latest.md. */
   markdown(result: R): string;

@@ -1,7 +1,8 @@
 /**
  * This project as an app would use it: TypeORM on the bench database (its
  * migrations run at start), DelayModule, and one @DelayedTaskHandler that runs
- * the effect through the claim transaction's manager.
+ * the effect through the claim transaction's manager. With `observe`, the
+ * app's own events bridge and Prometheus metrics as well (src/ops).
  */
 import 'reflect-metadata';
 import {
@@ -12,17 +13,20 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
-import {
-  DelayModule,
-  DelayService,
-  DelayedTaskHandler,
-  type TaskContext,
-} from 'nest-delay';
+import { DelayEventsBridge } from '../../src/ops/events/delay-events.bridge.js';
+import { OpsEventsModule } from '../../src/ops/events/ops-events.module.js';
+import { combineObservers } from '../../src/ops/delay-observer.js';
+import { MetricsModule } from '../../src/ops/metrics/metrics.module.js';
+import { TaskMetrics } from '../../src/ops/metrics/task-metrics.js';
+import { DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import { TASK_TYPE } from '../harness/project-db.js';
 import type { SystemFactory, SystemSettings } from './system.js';
+
+const BALLAST_TYPE = 'bench.ballast';
 
 @Injectable()
 class BenchHandlers {
@@ -30,11 +34,20 @@ class BenchHandlers {
   async effect(payload: { orderId: number }, { manager }: TaskContext): Promise<void> {
     await manager.query(EFFECT_SQL, [payload.orderId]);
   }
+
+  /** Never runs within a bench: ballast is due long after the run ends. */
+  @DelayedTaskHandler(BALLAST_TYPE)
+  ballast(): void {}
 }
 
 @Module({})
 class BenchAppModule {
   static forRoot(settings: SystemSettings): DynamicModule {
+    const options = {
+      tickMs: settings.tickMs ?? 1000,
+      concurrency: settings.concurrency,
+      ...(settings.retention ? { retention: settings.retention } : {}),
+    };
     return {
       module: BenchAppModule,
       imports: [
@@ -46,7 +59,19 @@ class BenchAppModule {
           }),
           retryAttempts: 0,
         }),
-        DelayModule.forRoot({ tickMs: settings.tickMs ?? 1000, concurrency: settings.concurrency }),
+        ...(settings.observe
+          ? [
+              EventEmitterModule.forRoot(),
+              DelayModule.forRootAsync({
+                imports: [OpsEventsModule, MetricsModule],
+                inject: [DelayEventsBridge, TaskMetrics],
+                useFactory: (bridge: DelayEventsBridge, metrics: TaskMetrics) => ({
+                  ...options,
+                  observer: combineObservers([metrics, bridge]),
+                }),
+              }),
+            ]
+          : [DelayModule.forRoot(options)]),
       ],
       providers: [BenchHandlers],
     };
@@ -67,6 +92,17 @@ export const createProject: SystemFactory = (settings) => {
         logger: ['error', 'warn'],
       });
       delay = app.get(DelayService);
+      // Held in the wheel (the window is an hour) while the measured tasks fire.
+      const ballast = settings.ballast ?? 0;
+      const now = Date.now();
+      for (let from = 0; from < ballast; from += 5_000) {
+        await delay.scheduleMany(
+          Array.from({ length: Math.min(5_000, ballast - from) }, (_, i) => ({
+            type: BALLAST_TYPE,
+            runAt: now + 20 * 60_000 + (((from + i) * 7_919) % (30 * 60_000)),
+          })),
+        );
+      }
     },
     async scheduleOne(task) {
       await delay.schedule(request(task));

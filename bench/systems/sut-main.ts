@@ -25,13 +25,20 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   const text = typeof first === 'string' ? first : (first?.text ?? '');
   const statement = text.trim().replace(/\s+/g, ' ').slice(0, 48);
   const started = performance.now();
-  const result = (query as (...a: unknown[]) => unknown).apply(this, args);
   const record = () => {
     const entry = times.get(statement) ?? { statement, count: 0, totalMs: 0 };
     entry.count++;
     entry.totalMs += performance.now() - started;
     times.set(statement, entry);
   };
+  // pg.Pool#query calls its client's query with a callback and gets no promise back.
+  const last = args[args.length - 1];
+  if (typeof last === 'function')
+    args[args.length - 1] = function (this: unknown, ...reply: unknown[]) {
+      record();
+      return (last as (...a: unknown[]) => unknown).apply(this, reply);
+    };
+  const result = (query as (...a: unknown[]) => unknown).apply(this, args);
   if (result instanceof Promise) result.then(record, record);
   return result;
 } as typeof query;
@@ -48,6 +55,8 @@ async function load(system: SystemName, settings: SystemSettings): Promise<Syste
       return (await import('./graphile-worker.js')).createGraphileWorker(settings);
     case 'cron-scan':
       return (await import('./cron-scan.js')).createCronScan(settings);
+    case 'timeout-floor':
+      return (await import('./timeout-floor.js')).createTimeoutFloor(settings);
   }
 }
 

@@ -4,7 +4,8 @@
  */
 import type { Task } from '../harness/plan.js';
 
-export type SystemName = 'project' | 'bullmq' | 'pg-boss' | 'graphile-worker' | 'cron-scan';
+export type SystemName =
+  'project' | 'bullmq' | 'pg-boss' | 'graphile-worker' | 'cron-scan' | 'timeout-floor';
 
 export interface SystemSettings {
   databaseUrl: string;
@@ -15,6 +16,16 @@ export interface SystemSettings {
   concurrency: number;
   /** This project's wheel tick (DelayModule option tickMs). */
   tickMs?: number;
+  /** This project only: tasks held in the wheel beside the measured ones, due 20–50 min ahead. */
+  ballast?: number;
+  /** This project's retention (DelayModule option retention; durations as strings, false = keep). */
+  retention?: { finished?: string | false; dead?: string | false; interval?: string };
+  /**
+   * This project with the app's observability on, as the app ships: the
+   * delay events bridge as DelayModule's observer, EventEmitter2, and the
+   * Prometheus task metrics listening to the events. Off: no observer at all.
+   */
+  observe?: boolean;
   /** Namespaces Redis keys and queue names so runs never see each other. */
   namespace: string;
 }
@@ -34,8 +45,9 @@ export type SystemFactory = (settings: SystemSettings) => SystemUnderTest;
 export const PEERS: SystemName[] = ['bullmq', 'pg-boss', 'graphile-worker', 'cron-scan'];
 
 /** How each system is named in the tables. */
-export function label(system: SystemName, tickMs?: number): string {
+export function label(system: SystemName, tickMs?: number, observe?: boolean): string {
   if (system === 'project')
-    return `this project (${tickMs === undefined || tickMs >= 1000 ? `${(tickMs ?? 1000) / 1000} s` : `${tickMs} ms`} tick)`;
+    return `this project (${tickMs === undefined || tickMs >= 1000 ? `${(tickMs ?? 1000) / 1000} s` : `${tickMs} ms`} tick${observe ? ', metrics + events on' : ''})`;
+  if (system === 'timeout-floor') return 'floor: a bare setTimeout per task';
   return system;
 }

@@ -1,7 +1,8 @@
 /**
  * `spread`: 3,000 tasks due evenly over 60 s (one every 20 ms): lateness
  * p50/p99/max and the earliest (negative = early), for this project at its
- * default 1 s tick and at a 100 ms tick, and for the peers.
+ * default 1 s tick and at a 100 ms tick, for the peers, and for the floor: a
+ * bare setTimeout per task, then the effect.
  */
 import { ms, table } from '../harness/format.js';
 import { runDueTasks, type DueRun } from '../harness/run-system.js';
@@ -17,10 +18,12 @@ export const spread: Workload<{ count: number; spanMs: number; runs: DueRun[] }>
   async run(ctx: RunContext) {
     const count = ctx.size(3_000, 300);
     const spanMs = ctx.size(SPAN_MS, 6_000);
-    const variants: Array<{ system: SystemName; tickMs?: number }> = [
+    const variants: Array<{ system: SystemName; tickMs?: number; ballast?: number }> = [
       { system: 'project', tickMs: 1000 },
+      { system: 'project', tickMs: 1000, ballast: ctx.size(200_000, 20_000) },
       { system: 'project', tickMs: 100 },
       ...PEERS.map((system) => ({ system })),
+      { system: 'timeout-floor' },
     ];
     const runs: DueRun[] = [];
     for (const v of variants) {

@@ -28,6 +28,21 @@ describe('loadConfig', () => {
     expect(config.delayWindowMs).toBe(2 * 86_400_000);
   });
 
+  it('turns metrics and events on, with JSON logs in production and readable ones elsewhere', () => {
+    expect(loadConfig({})).toMatchObject({
+      metricsEnabled: true,
+      eventsEnabled: true,
+      logFormat: 'pretty',
+      logLevel: 'info',
+    });
+    expect(loadConfig({ NODE_ENV: 'production' }).logFormat).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'production', LOG_FORMAT: 'Pretty' }).logFormat).toBe('pretty');
+    expect(loadConfig({ METRICS_ENABLED: 'off', EVENTS_ENABLED: 'off' })).toMatchObject({
+      metricsEnabled: false,
+      eventsEnabled: false,
+    });
+  });
+
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],
@@ -41,10 +56,25 @@ describe('loadConfig', () => {
     ['DELAY_LEASE', '10ms'],
     ['MIGRATIONS_RUN', 'maybe'],
     ['DB_POOL_SIZE', '0'],
+    ['ADMIN_TOKEN', 'short'],
+    ['ADMIN_TOKEN', `${'a'.repeat(32)} with spaces`],
+    ['ADMIN_COUNT_CAP', '0'],
+    ['METRICS_ENABLED', 'sometimes'],
+    ['EVENTS_ENABLED', '2'],
+    ['LOG_FORMAT', 'xml'],
+    ['LOG_LEVEL', 'loud'],
   ])('rejects %s=%s with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(
       new RegExp(`^Invalid configuration: ${name} `),
     );
+  });
+
+  it('leaves the admin API off without ADMIN_TOKEN, and never echoes a rejected token', () => {
+    expect(loadConfig({}).adminToken).toBeUndefined();
+    const token = 'f'.repeat(64);
+    expect(loadConfig({ ADMIN_TOKEN: token }).adminToken).toBe(token);
+    const secret = 'too-short-secret';
+    expect(() => loadConfig({ ADMIN_TOKEN: secret })).toThrow(/got 16 character\(s\)$/);
   });
 });

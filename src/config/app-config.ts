@@ -17,7 +17,29 @@ export interface AppConfig {
   delayLeaseMs: number;
   delayMaxAttempts: number;
   delayInstanceId: string | undefined;
+  /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
+  adminToken: string | undefined;
+  /** Rows the admin counts read per state at most; more shows as "cap+". */
+  adminCountCap: number;
+  /** Prometheus metrics at /metrics. */
+  metricsEnabled: boolean;
+  /** Task lifecycle and order events on the app's EventEmitter2. */
+  eventsEnabled: boolean;
+  logFormat: LogFormat;
+  logLevel: LogLevel;
 }
+
+/**
+ * The admin token's shortest length: 32 characters is 128 bits or more for
+ * hex (`openssl rand -hex 32` gives 64), well past guessing at any rate the
+ * throttle lets through.
+ */
+export const ADMIN_TOKEN_MIN_LENGTH = 32;
+
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class ConfigError extends Error {
   constructor(
@@ -69,6 +91,16 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false; got ${JSON.stringify(raw)}`);
 }
 
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const value = values.find((v) => v === raw.toLowerCase());
+  if (value === undefined) {
+    throw new ConfigError(name, `must be one of ${values.join(', ')}; got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
 function databaseUrl(env: Env): string | undefined {
   const raw = read(env, 'DATABASE_URL');
   if (raw === undefined) return undefined;
@@ -85,6 +117,19 @@ function databaseUrl(env: Env): string | undefined {
     throw new ConfigError(
       'DATABASE_URL',
       `must start with postgres:// or postgresql://; got ${url.protocol}//`,
+    );
+  }
+  return raw;
+}
+
+function adminToken(env: Env): string | undefined {
+  // Not trimmed by read(): a token is used exactly as given, so spaces are refused outright.
+  const raw = env.ADMIN_TOKEN;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < ADMIN_TOKEN_MIN_LENGTH || raw.length > 1_000 || !/^[\x21-\x7e]+$/.test(raw)) {
+    throw new ConfigError(
+      'ADMIN_TOKEN',
+      `must be ${ADMIN_TOKEN_MIN_LENGTH} to 1000 printable ASCII characters without spaces (try \`openssl rand -hex 32\`); got ${raw.length} character(s)`,
     );
   }
   return raw;
@@ -111,5 +156,21 @@ export function loadConfig(env: Env = process.env): AppConfig {
     delayLeaseMs: duration(env, 'DELAY_LEASE', '30s', 1_000),
     delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
     delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
+    adminToken: adminToken(env),
+    adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),
+    ...observability(env),
+  };
+}
+
+function observability(env: Env) {
+  const eventsEnabled = boolean(env, 'EVENTS_ENABLED', true);
+  const metricsEnabled = boolean(env, 'METRICS_ENABLED', true);
+  const production = read(env, 'NODE_ENV') === 'production';
+  return {
+    metricsEnabled,
+    eventsEnabled,
+    // JSON lines for a log collector in production, one readable line each otherwise.
+    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, production ? 'json' : 'pretty'),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
   };
 }

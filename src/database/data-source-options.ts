@@ -1,5 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations/index.js';
+import { TypeOrmLogger } from './typeorm-logger.js';
 
 export interface DatabaseSettings {
   url: string;
@@ -22,5 +23,6 @@ export function dataSourceOptions(settings: DatabaseSettings): DataSourceOptions
     poolSize: settings.poolSize,
     extra: { max: settings.poolSize },
     logging: ['error', 'warn', 'migration'],
+    logger: new TypeOrmLogger(),
   };
 }

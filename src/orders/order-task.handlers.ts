@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CLOCK, DelayedTaskHandler, TaskOutcome, type Clock, type TaskContext } from 'nest-delay';
+import { OrderEventsPublisher } from './order-events.publisher.js';
 import { UUID_PATTERN } from './order-id.js';
 import type { Order } from './order.entity.js';
 import { applyTransition, lockOrder } from './order.store.js';
@@ -18,7 +19,10 @@ import * as rules from './order-transitions.js';
 export class OrderTaskHandlers {
   private readonly logger = new Logger('OrderTaskHandlers');
 
-  constructor(@Inject(CLOCK) private readonly clock: Clock) {}
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly events: OrderEventsPublisher,
+  ) {}
 
   @DelayedTaskHandler(CLOSE_UNPAID_TASK)
   closeUnpaid(
@@ -53,6 +57,9 @@ export class OrderTaskHandlers {
     }
     const now = new Date(this.clock.now());
     const transition = decide(order, now);
-    if (transition) await applyTransition(manager, order, transition, now);
+    if (!transition) return;
+    await applyTransition(manager, order, transition, now);
+    // Emitted when the claim transaction commits.
+    this.events.publish(manager, { orderId, ...transition.event, at: now });
   }
 }

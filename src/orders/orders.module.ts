@@ -6,6 +6,7 @@ import { OrderTaskHandlers } from './order-task.handlers.js';
 import { Order } from './order.entity.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
+import { OrderEventsPublisher } from './order-events.publisher.js';
 
 /**
  * Orders and their delayed steps. Needs the global DelayModule (DelayService,
@@ -14,6 +15,6 @@ import { OrdersService } from './orders.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([Order, OrderEvent, OrderIdempotencyKey])],
   controllers: [OrdersController],
-  providers: [OrdersService, OrderTaskHandlers],
+  providers: [OrdersService, OrderTaskHandlers, OrderEventsPublisher],
 })
 export class OrdersModule {}

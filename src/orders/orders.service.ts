@@ -10,6 +10,7 @@ import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error
 import { OrderNotFoundError } from './errors/order-not-found.error.js';
 import { decodeCursor, encodeCursor } from './order-cursor.js';
 import { OrderEvent } from './order-event.entity.js';
+import { OrderEventsPublisher } from './order-events.publisher.js';
 import type { OrderStatus } from './order-status.js';
 import { appendEvent, applyTransition, claimIdempotencyKey, lockOrder } from './order.store.js';
 import {
@@ -50,6 +51,7 @@ export class OrdersService {
     private readonly delay: DelayService,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly events: OrderEventsPublisher,
   ) {}
 
   /**
@@ -69,6 +71,7 @@ export class OrdersService {
       const { order, event } = rules.create(id, input, now, deadline);
       await manager.insert(Order, order);
       await appendEvent(manager, id, event, now);
+      this.events.publish(manager, { orderId: id, ...event, at: now });
       await this.scheduleStep(manager, CLOSE_UNPAID_TASK, closeUnpaidKey(id), id, deadline);
       return order;
     });
@@ -157,7 +160,9 @@ export class OrdersService {
       const order = await lockOrder(manager, id);
       if (!order) throw new OrderNotFoundError(id);
       const now = new Date(this.clock.now());
-      await applyTransition(manager, order, decide(order, now), now);
+      const transition = decide(order, now);
+      await applyTransition(manager, order, transition, now);
+      this.events.publish(manager, { orderId: id, ...transition.event, at: now });
       await afterwards?.(order, manager);
       return order;
     });

@@ -143,7 +143,18 @@ describeWithPrivatePostgres('the database stops during a burst, then comes back'
         sql<{ open: number }>(`SELECT count(*)::int AS open FROM orders WHERE status <> 'CLOSED'`),
       ([row]) => row.open === 0,
       60_000,
-    );
+    ).catch(async (error: Error) => {
+      // Say where the stragglers are, and what the app said, instead of only how many.
+      const stuck = await sql(
+        `SELECT id, due_at, locked_by, attempts, interrupted_at, dead_at, last_error
+         FROM delayed_task WHERE executed_at IS NULL LIMIT 5`,
+      );
+      const instances = await sql(`SELECT * FROM delay_instance`);
+      throw new Error(
+        `${error.message}\nnot executed: ${JSON.stringify(stuck)}\ninstances: ${JSON.stringify(instances)}\n` +
+          `app output (end):\n${app!.output().slice(-4000)}`,
+      );
+    });
     const events = await sql<{ closed: number }>(
       `SELECT count(e.id)::int AS closed
        FROM orders o LEFT JOIN order_event e ON e.order_id = o.id AND e.type = 'CLOSED'

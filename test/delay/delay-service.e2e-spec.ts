@@ -585,9 +585,12 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         'held',
         'queued',
         'drainingBacklog',
+        'instanceId',
+        'running',
+        'lease',
       ].sort(),
     );
-    expect(after).toMatchObject({ queued: 0, drainingBacklog: false });
+    expect(after).toMatchObject({ queued: 0, drainingBacklog: false, running: true });
   });
 
   it('in one batch, a failing handler and an unknown type undo only themselves', async () => {

@@ -241,6 +241,7 @@ export class CapturingLogger implements LoggerService {
 export const SECOND = 1000;
 export const MINUTE = 60 * SECOND;
 export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
 
 /** The highest task id so far ('0' if none): tests that insert rows in bulk look only above it. */
 export async function lastTaskId(t: Pick<DelayTestApp, 'query'>): Promise<string> {

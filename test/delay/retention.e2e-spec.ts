@@ -1,4 +1,12 @@
-import { useDelayTestApp, HOUR, MINUTE, type DelayTestApp } from './delay-test-app.js';
+import pg from 'pg';
+import { createTestDatabase, describeWithServer } from '../support/test-database.js';
+import {
+  createDelayTestApp,
+  useDelayTestApp,
+  HOUR,
+  MINUTE,
+  type DelayTestApp,
+} from './delay-test-app.js';
 
 const DAY = 24 * HOUR;
 
@@ -74,5 +82,33 @@ describe('retention turned off', () => {
     expect(await t.tester.prune()).toBe(0);
     expect((await t.delay.get({ id: done.id }))?.state).toBe('executed');
     expect((await t.delay.get({ id: dead.id }))?.state).toBe('dead');
+  });
+});
+
+describeWithServer('retention at shutdown', () => {
+  it('ends the round under way after its current batch, instead of holding up the stop', async () => {
+    const db = await createTestDatabase();
+    try {
+      const t = await createDelayTestApp(db, { retry: { maxAttempts: 1 } });
+      const old = new Date(t.clock.now() - 8 * DAY);
+      await t.query(
+        `INSERT INTO delayed_task (type, due_at, executed_at, attempts, created_at, updated_at)
+         SELECT 'test.effect', $1, $1, 1, $1, $1 FROM generate_series(1, 3500)`,
+        [old],
+      );
+      const round = t.tester.prune();
+      await t.close();
+      expect(await round).toBe(1000);
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query(`SELECT count(*)::int AS n FROM delayed_task`);
+        expect(rows[0].n).toBe(2500);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await db.drop();
+    }
   });
 });

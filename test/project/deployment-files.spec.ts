@@ -1,10 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
 // No Docker engine runs here, so the compose file and Dockerfile are checked as text.
 const compose = parse(readFileSync('docker-compose.yml', 'utf8'));
 const dockerfile = readFileSync('Dockerfile', 'utf8');
 const readme = readFileSync('README.md', 'utf8');
+/** The compiled probe (src/ops/health/probe.ts), as the runtime image holds it. */
+const PROBE = 'dist/src/ops/health/probe.js';
 
 describe('docker-compose.yml', () => {
   it('has a Postgres db service with a named volume and a healthcheck', () => {
@@ -27,6 +29,13 @@ describe('docker-compose.yml', () => {
     expect(url.password).toBe(compose.services.db.environment.POSTGRES_PASSWORD);
     expect(app.depends_on.db.condition).toBe('service_healthy');
   });
+
+  it("checks the app's readiness with the probe script the build produces", () => {
+    const { healthcheck } = compose.services.app;
+    expect(healthcheck.test).toEqual(['CMD', 'node', PROBE, '/health/ready']);
+    expect(existsSync('src/ops/health/probe.ts')).toBe(true);
+    expect(healthcheck.start_period).toBeDefined();
+  });
 });
 
 describe('Dockerfile', () => {
@@ -35,6 +44,13 @@ describe('Dockerfile', () => {
     expect(stages).toEqual(['build', 'runtime']);
     expect(dockerfile).toMatch(/COPY --from=build \/app\/dist/);
     expect(dockerfile).toMatch(/CMD \["node", "dist\/src\/main\.js"\]/);
+  });
+
+  it('has a HEALTHCHECK on readiness, with the same probe as the compose file', () => {
+    const healthcheck = /^HEALTHCHECK (.*?)\\\n\s*CMD (\[.*\])$/m.exec(dockerfile);
+    expect(healthcheck).not.toBeNull();
+    expect(healthcheck![1]).toMatch(/--start-period=\d+s/);
+    expect(JSON.parse(healthcheck![2])).toEqual(['node', PROBE, '/health/ready']);
   });
 
   it('builds with the same commands as the README', () => {

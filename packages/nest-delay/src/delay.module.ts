@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { DelayAdmin } from './admin/delay-admin.service.js';
 import { CLOCK, SystemClock } from './clock/index.js';
 import { DELAY_MODULE_OPTIONS, DelayConfigurableModule } from './delay.module-definition.js';
 import { DelayExplorer } from './delay.explorer.js';
@@ -12,7 +13,7 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
 /**
  * `DelayModule.forRoot({ ...options, dataSource?, isGlobal? })` or
  * `forRootAsync({ useFactory, inject, dataSource?, isGlobal? })`: exports
- * DelayService (global by default). Needs a TypeORM DataSource whose
+ * DelayService, and DelayAdmin for operators' tools (global by default). Needs a TypeORM DataSource whose
  * migrations include `delayMigrations`. Tests swap CLOCK for a ManualClock
  * (see `nest-delay/testing`).
  */
@@ -25,7 +26,8 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
     DelayExplorer,
     DelayRuntime,
     DelayService,
+    DelayAdmin,
   ],
-  exports: [DelayService, CLOCK],
+  exports: [DelayService, DelayAdmin, CLOCK],
 })
 export class DelayModule extends DelayConfigurableModule {}

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
+import type { DelayObserver } from './observer/delay-observer.js';
 
 export interface RetryPolicy {
   /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
@@ -70,6 +71,8 @@ export interface DelayModuleOptions {
   handlerTimeout?: Duration;
   /** Deleting old finished tasks; see RetentionPolicy. */
   retention?: RetentionPolicy;
+  /** Told of every task's lifecycle after commit (metrics, events); see DelayObserver. */
+  observer?: DelayObserver;
 }
 
 export interface ResolvedDelayOptions {
@@ -91,6 +94,7 @@ export interface ResolvedDelayOptions {
   keepFinishedMs: number | null;
   keepDeadMs: number | null;
   pruneEveryMs: number;
+  observer: DelayObserver | undefined;
 }
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -176,7 +180,18 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     keepFinishedMs: keepFor(options.retention?.finished, 'retention.finished', '7d'),
     keepDeadMs: keepFor(options.retention?.dead, 'retention.dead', '30d'),
     pruneEveryMs: positiveDuration(options.retention?.interval, 'retention.interval', '1m'),
+    observer: observerOption(options.observer),
   };
+}
+
+function observerOption(observer: DelayObserver | undefined): DelayObserver | undefined {
+  if (observer === undefined || observer === null) return undefined;
+  if (typeof observer !== 'object' && typeof observer !== 'function') {
+    throw new TypeError(
+      `DelayModule option observer must be an object with on... methods; got ${typeof observer}`,
+    );
+  }
+  return observer;
 }
 
 const DEFAULT_BACKOFF: Backoff = { baseMs: 1000, maxMs: 3_600_000, jitter: 0.2 };

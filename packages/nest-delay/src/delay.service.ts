@@ -16,6 +16,7 @@ import {
 } from './store/task-statements.js';
 import { stateOf, toTask, type TaskRow } from './store/task-row.js';
 import { checkTaskRef } from './task-ref.js';
+import type { DelayStats } from './delay-stats.js';
 import type {
   BulkScheduleResult,
   DelayedTask,
@@ -57,6 +58,10 @@ export class DelayService {
     const lockedBy = this.policy.leaseOnWrite(req.dueAtMs, nowMs, manager !== undefined);
     const row = await insertTask(this.db.in(manager), req, lockedBy, new Date(nowMs));
     this.track(row, manager !== undefined);
+    if (row.inserted && this.observer.wants('onScheduled')) {
+      const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
+      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onScheduled', event));
+    }
     return toTask<P>(row);
   }
 
@@ -99,6 +104,17 @@ export class DelayService {
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
       else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
     }
+    if (rows.length > 0 && this.observer.wants('onScheduled')) {
+      const events = rows.map((row) => ({
+        id: row.id,
+        type: reqs[row.n - 1].type,
+        key: row.key,
+        dueAt: row.due_at,
+      }));
+      this.runtime.ctx.afterCommit.run(manager, () => {
+        for (const event of events) this.observer.emit('onScheduled', event);
+      });
+    }
     return reqs.map((req, i): BulkScheduleResult => {
       const row = byPosition.get(i);
       if (row) return { status: 'scheduled', id: row.id, key: row.key, dueAt: row.due_at };
@@ -126,6 +142,17 @@ export class DelayService {
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
     if (!options.manager) this.wheel.release(cancelled.id);
+    if (this.observer.wants('onCancelled')) {
+      const event = {
+        id: cancelled.id,
+        type: cancelled.type,
+        key: cancelled.key,
+        dueAt: cancelled.due_at,
+      };
+      this.runtime.ctx.afterCommit.run(options.manager, () =>
+        this.observer.emit('onCancelled', event),
+      );
+    }
     return toTask(cancelled);
   }
 
@@ -167,19 +194,35 @@ export class DelayService {
     return toTask(changed);
   }
 
-  /** This instance's counters (executed, failed, dead-lettered, snoozed, by type) and what it holds. */
-  stats() {
-    const { executor, wheel, backlog } = this.runtime;
+  /**
+   * This instance's counters (executed, failed, dead-lettered, snoozed, by
+   * type), what it holds and its lease: read from memory, synchronously and
+   * without a query, for gauges and readiness probes.
+   */
+  stats(): DelayStats {
+    const { executor, wheel, backlog, lease, ctx } = this.runtime;
+    const nowMs = ctx.clock.now();
+    const expiresAt = lease.expiresAt;
     return {
       ...executor.stats.snapshot(),
       held: wheel.size,
       queued: executor.queuedCount,
       drainingBacklog: backlog.busy,
+      instanceId: ctx.options.instanceId,
+      running: this.runtime.running,
+      lease: {
+        live: this.runtime.running && expiresAt !== undefined && expiresAt > nowMs,
+        expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
+      },
     };
   }
 
   private get db() {
     return this.runtime.ctx.db;
+  }
+
+  private get observer() {
+    return this.runtime.ctx.observer;
   }
 
   private get policy() {

@@ -2,6 +2,16 @@
 export { DelayModule } from './delay.module.js';
 export type { DelayModuleExtras } from './delay.module-definition.js';
 export { DelayService } from './delay.service.js';
+export { DelayAdmin, DEFAULT_COUNT_CAP, MAX_PAGE } from './admin/delay-admin.service.js';
+export type {
+  InstanceInfo,
+  RetryDeadResult,
+  TaskDetails,
+  TaskListFilter,
+  TaskPage,
+  WheelSnapshot,
+} from './admin/admin.types.js';
+export type { StateCount, TaskCounts } from './admin/task-counts.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
 export { TaskOutcome } from './task-outcome.js';
 export type {
@@ -29,5 +39,27 @@ export { TaskNotFoundError } from './errors/task-not-found.error.js';
 export { TaskStateError } from './errors/task-state.error.js';
 export { CLOCK, SystemClock, type Clock, type TimerHandle } from './clock/index.js';
 export { parseDuration, tryParseDuration, type Duration } from './duration.js';
-export { TimingWheel, type DueEntry, type TimingWheelOptions } from './wheel/index.js';
+export {
+  TimingWheel,
+  wheelCensus,
+  type DueEntry,
+  type TimingWheelOptions,
+  type WheelCensus,
+  type WheelRegion,
+} from './wheel/index.js';
 export { delayMigrations } from './migrations/index.js';
+export type { DelayStats } from './delay-stats.js';
+export type {
+  ClaimEvent,
+  DelayObserver,
+  TaskAttemptEvent,
+  TaskCancelledEvent,
+  TaskDeadLetteredEvent,
+  TaskEventTask,
+  TaskExecutedEvent,
+  TaskFailedEvent,
+  TaskScheduledEvent,
+  TaskSnoozedEvent,
+} from './observer/delay-observer.js';
+export { currentTask, type CurrentTask } from './observer/task-scope.js';
+export { AfterCommit } from './observer/after-commit.js';

@@ -1,13 +1,22 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsInt, IsString, Length, Max, Min } from 'class-validator';
 import { IsStoredText } from './is-stored-text.decorator.js';
 
 /** `POST /orders`. Numbers must be JSON numbers: "100" is a 400, not converted. */
 export class CreateOrderDto {
+  @ApiProperty({ minLength: 1, maxLength: 64, example: 'user-42' })
   @IsString()
   @Length(1, 64)
   @IsStoredText()
   userId!: string;
 
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    maximum: 1_000_000_000,
+    example: 1999,
+    description: 'Amount in cents, a JSON number',
+  })
   @IsInt()
   @Min(1)
   @Max(1_000_000_000)

@@ -1,3 +1,4 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
 import { ORDER_STATUSES, type OrderStatus } from '../order-status.js';
@@ -12,16 +13,19 @@ const digitsToNumber = ({ value }: { value: unknown }) =>
  * twice is a 400, like any other value out of range.
  */
 export class ListOrdersQuery {
+  @ApiPropertyOptional({ enum: ORDER_STATUSES })
   @IsOptional()
   @IsIn(ORDER_STATUSES)
   status?: OrderStatus;
 
+  @ApiPropertyOptional({ minLength: 1, maxLength: 64, example: 'user-42' })
   @IsOptional()
   @IsString()
   @Length(1, 64)
   @IsStoredText()
   userId?: string;
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
   @IsOptional()
   @Transform(digitsToNumber)
   @IsInt()
@@ -30,6 +34,7 @@ export class ListOrdersQuery {
   limit?: number;
 
   /** Opaque; decoded (and rejected with a 400 when it is not one of ours) by the service. */
+  @ApiPropertyOptional({ description: 'The nextCursor of the previous page' })
   @IsOptional()
   @IsString()
   @Length(1, 200)

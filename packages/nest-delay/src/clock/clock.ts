@@ -3,7 +3,11 @@
  * and its driver never read `Date` or call `setTimeout` themselves.
  */
 export interface Clock {
-  /** Epoch milliseconds; never goes backwards. */
+  /**
+   * Epoch milliseconds; should never go backwards (SystemClock is monotonic).
+   * One that does anyway fires nothing early: tasks due in the stepped-over
+   * span run late by up to the step.
+   */
   now(): number;
   /** Calls `callback` once, never before `now() >= atMs`. */
   setTimer(atMs: number, callback: () => void): TimerHandle;

@@ -2,6 +2,7 @@ import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTas
 import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedAt.js';
 import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
 import { DelayRetention1764100000000 } from './1764100000000-DelayRetention.js';
+import { DelayInstanceClock1764200000000 } from './1764200000000-DelayInstanceClock.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -16,4 +17,5 @@ export const delayMigrations = [
   DelayDropLockedAt1763900000000,
   DelayAttempts1764000000000,
   DelayRetention1764100000000,
+  DelayInstanceClock1764200000000,
 ];

@@ -15,12 +15,26 @@ import { TaskOutcome } from '../task-outcome.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext } from './delay-context.js';
 import { HandlerCutOff, withDeadline } from './handler-deadline.js';
+import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
+import { AfterCommit } from '../observer/after-commit.js';
 
-/** What became of one claimed task. `held`: due again within the window, so this wheel keeps it. */
+/**
+ * What became of one claimed task (`task`: its row as claimed, this attempt
+ * counted). `held`: due again within the window, so this wheel keeps it.
+ * `reason`: the error or discard reason.
+ */
 export type Outcome =
-  | { kind: 'executed'; id: TaskId; type: string }
-  | { kind: 'dead'; id: TaskId; type: string }
-  | { kind: 'retry' | 'snooze'; id: TaskId; type: string; dueAtMs: number; held: boolean };
+  | { kind: 'executed'; id: TaskId; type: string; task: TaskRow }
+  | { kind: 'dead'; id: TaskId; type: string; task: TaskRow; reason: string }
+  | {
+      kind: 'retry' | 'snooze';
+      id: TaskId;
+      type: string;
+      task: TaskRow;
+      dueAtMs: number;
+      held: boolean;
+      reason?: string;
+    };
 
 export interface BatchResult {
   claimedIds: Set<TaskId>;
@@ -68,15 +82,14 @@ export class ClaimBatch {
   ) {}
 
   async run(connection: ClaimConnection, ids: TaskId[], plan: ClaimPlan): Promise<BatchResult> {
-    let known = new Map<TaskId, unknown>();
-    if (ids.length > 1) {
-      const result = await this.transaction(connection, ids, plan, undefined);
-      if (!(result instanceof Redo)) return result;
-      known = result.failures;
-    }
-    const result = await this.transaction(connection, ids, plan, known);
+    // Optimistic even for one task: a success, the common case, then pays no
+    // savepoint round trips, which a task fired alone at its due time would
+    // feel as lateness; a failure costs one rollback, never a second run.
+    const first = await this.transaction(connection, ids, plan, undefined);
+    if (!(first instanceof Redo)) return first;
+    const result = await this.transaction(connection, ids, plan, first.failures);
     if (result instanceof Redo) throw new Error('a fenced batch cannot be redone');
-    return { ...result, rerun: ids.length > 1 };
+    return { ...result, rerun: true };
   }
 
   /** `known` undefined: the optimistic pass; else fenced, with the failures the optimistic pass saw. */
@@ -165,8 +178,10 @@ export class ClaimBatch {
     for (const [index, row] of claimed.entries()) {
       // One round trip per fence: the previous task's savepoint is released
       // and this one's taken in one simple-protocol query.
-      if (index === 0) await connection.sql.rows(`SAVEPOINT ${SAVEPOINT}`, []);
-      else
+      if (index === 0) {
+        await connection.sql.rows(`SAVEPOINT ${SAVEPOINT}`, []);
+        AfterCommit.savepoint(connection.runner);
+      } else
         await this.fence(
           connection,
           claimed[index - 1],
@@ -210,7 +225,7 @@ export class ClaimBatch {
     try {
       await connection.sql.rows(statement, []);
     } catch (error) {
-      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      await this.rollbackToSavepoint(connection);
       outcomes[outcomes.length - 1] = await this.fail(
         connection,
         previous,
@@ -219,6 +234,7 @@ export class ClaimBatch {
       );
       await connection.sql.rows(statement, []);
     }
+    AfterCommit.savepoint(connection.runner);
   }
 
   /** One task, after its savepoint was taken. */
@@ -232,14 +248,14 @@ export class ClaimBatch {
       returned = await this.invoke(connection, row);
     } catch (error) {
       if (error instanceof HandlerCutOff) throw error;
-      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      await this.rollbackToSavepoint(connection);
       return this.fail(connection, row, error, nowMs);
     }
     try {
       return await this.settle(connection, row, returned, nowMs);
     } catch (error) {
       // It returned an outcome but left its transaction aborted: undo it alone.
-      await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+      await this.rollbackToSavepoint(connection);
       return this.fail(connection, row, leftAborted(error), nowMs);
     }
   }
@@ -255,18 +271,22 @@ export class ClaimBatch {
     if (!handler) return TaskOutcome.discard(noHandlerAtRun(row.type));
     return withDeadline(
       (signal) =>
-        Promise.resolve().then(() =>
-          handler.fn(row.payload, {
-            task: toTask(row),
-            manager: connection.runner.manager,
-            attempt: row.attempts,
-            instanceId: this.ctx.options.instanceId,
-            signal,
-          }),
+        // In the task's scope: whatever the handler logs names the task.
+        runInTaskScope(scopeOf(row), () =>
+          Promise.resolve().then(() =>
+            handler.fn(row.payload, {
+              task: toTask(row),
+              manager: connection.runner.manager,
+              attempt: row.attempts,
+              instanceId: this.ctx.options.instanceId,
+              signal,
+            }),
+          ),
         ),
       handler.timeoutMs,
       Math.min(GRACE_MS, handler.timeoutMs),
-      () => new HandlerCutOff(row.id, row.type, handler.timeoutMs, row.attempts),
+      () =>
+        new HandlerCutOff(row.id, row.type, handler.timeoutMs, row.attempts, row.key, row.due_at),
     );
   }
 
@@ -280,17 +300,17 @@ export class ClaimBatch {
     const now = new Date(nowMs);
     if (returned === EXHAUSTED) {
       await deadLetterUnrun(connection.sql, row.id, now);
-      this.ctx.logger.error(
-        `Task ${row.id} (${row.type}) dead-lettered: its last ${row.max_attempts} attempt(s) were cut off (${row.last_error})`,
-      );
-      return { kind: 'dead', id: row.id, type: row.type };
+      const reason = `its last ${row.max_attempts} attempt(s) were cut off (${row.last_error})`;
+      this.log(row, 'error', `Task ${row.id} (${row.type}) dead-lettered: ${reason}`);
+      return { kind: 'dead', id: row.id, type: row.type, task: row, reason };
     }
-    if (!(returned instanceof TaskOutcome)) return { kind: 'executed', id: row.id, type: row.type };
+    if (!(returned instanceof TaskOutcome))
+      return { kind: 'executed', id: row.id, type: row.type, task: row };
     if (returned.kind === 'discard') {
       const reason = returned.reason ?? 'discarded';
       await deadLetter(connection.sql, row.id, reason, now);
-      this.ctx.logger.error(`Task ${row.id} (${row.type}) dead-lettered at once: ${reason}`);
-      return { kind: 'dead', id: row.id, type: row.type };
+      this.log(row, 'error', `Task ${row.id} (${row.type}) dead-lettered at once: ${reason}`);
+      return { kind: 'dead', id: row.id, type: row.type, task: row, reason };
     }
     const dueAtMs = nowMs + returned.snoozeMs;
     const held = this.ctx.policy.isWithinWindow(dueAtMs, nowMs);
@@ -301,7 +321,7 @@ export class ClaimBatch {
       held ? this.ctx.options.instanceId : null,
       now,
     );
-    return { kind: 'snooze', id: row.id, type: row.type, dueAtMs, held };
+    return { kind: 'snooze', id: row.id, type: row.type, task: row, dueAtMs, held };
   }
 
   /** Inside the savepoint, after its rollback: retry later with backoff, or dead-letter. */
@@ -315,10 +335,12 @@ export class ClaimBatch {
     const message = errorText(error);
     if (row.attempts >= row.max_attempts) {
       await deadLetter(connection.sql, row.id, message, now);
-      this.ctx.logger.error(
+      this.log(
+        row,
+        'error',
         `Task ${row.id} (${row.type}) dead-lettered after ${row.attempts} attempt(s): ${message}`,
       );
-      return { kind: 'dead', id: row.id, type: row.type };
+      return { kind: 'dead', id: row.id, type: row.type, task: row, reason: message };
     }
     const dueAtMs = nowMs + retryDelayMs(this.registry.backoffOf(row.type), row.attempts);
     // A retry beyond the window is left for whichever instance loads it then.
@@ -331,10 +353,31 @@ export class ClaimBatch {
       held ? this.ctx.options.instanceId : null,
       now,
     );
-    this.ctx.logger.warn(
+    this.log(
+      row,
+      'warn',
       `Task ${row.id} (${row.type}) failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(dueAtMs).toISOString()}: ${message}`,
     );
-    return { kind: 'retry', id: row.id, type: row.type, dueAtMs, held };
+    return {
+      kind: 'retry',
+      id: row.id,
+      type: row.type,
+      task: row,
+      dueAtMs,
+      held,
+      reason: message,
+    };
+  }
+
+  /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */
+  private async rollbackToSavepoint(connection: ClaimConnection): Promise<void> {
+    await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+    AfterCommit.rolledBackToSavepoint(connection.runner);
+  }
+
+  /** A line about one task, inside its scope: a structured logger adds its id, type, key and attempt. */
+  private log(row: TaskRow, level: 'warn' | 'error', message: string): void {
+    runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
   }
 }
 
@@ -344,6 +387,10 @@ function leftAborted(error: unknown): Error {
 
 /** What invoke returns for a task dead-lettered by its cut-off attempts, without running it. */
 const EXHAUSTED = Symbol('exhausted');
+
+function scopeOf(row: TaskRow): CurrentTask {
+  return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
+}
 
 /** Ids are decimal digits of bigints: a shorter one is smaller. */
 function compareIds(a: TaskId, b: TaskId): number {

@@ -1,6 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { Clock } from '../clock/index.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
+import type { AfterCommit } from '../observer/after-commit.js';
+import type { ObserverCalls } from '../observer/observer-calls.js';
 import type { Database } from '../store/sql.js';
 import type { WindowPolicy } from './window-policy.js';
 
@@ -13,6 +15,10 @@ export interface DelayContext {
   readonly logger: Logger;
   readonly db: Database;
   readonly policy: WindowPolicy;
+  /** The app's DelayObserver, each call guarded. */
+  readonly observer: ObserverCalls;
+  /** Defers a notification about a write in a caller's transaction until it commits. */
+  readonly afterCommit: AfterCommit;
 }
 
 /**

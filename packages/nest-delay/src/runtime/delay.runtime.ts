@@ -11,6 +11,8 @@ import { errorText } from '../delay.messages.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
 import { DELAY_DATA_SOURCE, DELAY_OPTIONS } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
+import { AfterCommit } from '../observer/after-commit.js';
+import { ObserverCalls } from '../observer/observer-calls.js';
 import { databaseNow } from '../store/lease-statements.js';
 import { Database } from '../store/sql.js';
 import { BacklogDrainer } from './backlog-drainer.js';
@@ -54,13 +56,16 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(CLOCK) clock: Clock | undefined,
     private readonly registry: HandlerRegistry,
   ) {
+    const logger = new Logger('DelayModule');
     this.ctx = {
       clock: clock ?? new SystemClock(),
       options,
       concurrency: options.concurrency ?? defaultConcurrency(dataSource),
-      logger: new Logger('DelayModule'),
+      logger,
       db: new Database(dataSource),
       policy: new WindowPolicy(options),
+      observer: new ObserverCalls(options.observer, logger),
+      afterCommit: new AfterCommit(dataSource),
     };
     // The wheel's output is the executor's input; read when a tick fires, after both exist.
     this.wheel = new TaskWheel(this.ctx, (ids) => this.executor.enqueue(ids));
@@ -76,8 +81,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    this.ctx.db.guardConnections();
     await this.reportClockOffset();
     this.ctx.policy.setRunning(true);
+    // Only an observer needs to hear of callers' commits.
+    if (this.ctx.options.observer) this.ctx.afterCommit.attach();
     this.state = 'running';
     await this.lease.start();
     await this.executor.start();
@@ -119,6 +127,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     // a moment and the release would wait on them: let the lease expire instead.
     if (keepLease || this.executor.cutOffAtStop) this.lease.keepLeaseAtStop();
     await this.lease.stop();
+    this.ctx.afterCommit.detach();
     this.state = 'stopped';
   }
 

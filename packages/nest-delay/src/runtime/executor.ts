@@ -9,6 +9,7 @@ import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { ExecutionStats } from './execution-stats.js';
 import { HandlerCutOff } from './handler-deadline.js';
+import { reportBatch } from './outcome-events.js';
 import type { TaskWheel } from './task-wheel.js';
 
 /**
@@ -199,12 +200,15 @@ export class Executor implements LifecycleService {
     let connection: ClaimConnection | undefined;
     let attemptId: string | undefined;
     let result: BatchResult;
+    let nowMs: number;
+    let startedAt: number;
     try {
       connection = await claimConnection(ctx.db);
+      startedAt = performance.now();
       // A stop that came while this waited for a connection has already cut off the others.
       if (this.stopped) return;
       this.connections.set(connection, undefined);
-      const nowMs = ctx.clock.now();
+      nowMs = ctx.clock.now();
       if (this.unforgotten.length > 0) {
         const stale = this.unforgotten.splice(0);
         await forgetAttempts(connection.sql, stale).catch(() => this.unforgotten.push(...stale));
@@ -239,6 +243,7 @@ export class Executor implements LifecycleService {
       }
     }
     this.stats.record(result);
+    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt);
     for (const outcome of result.outcomes) {
       if (outcome.kind !== 'retry' && outcome.kind !== 'snooze') continue;
       if (outcome.held) this.wheel.hold(outcome.id, outcome.dueAtMs);
@@ -278,6 +283,7 @@ export class Executor implements LifecycleService {
         new Date(nowMs),
       );
       this.stats.recordOne(cut.taskType, charged?.dead ? 'dead' : 'retry');
+      if (charged) this.reportCutOff(cut, charged.dead, retryAtMs);
       if (charged && !charged.dead && held) this.wheel.hold(cut.taskId, retryAtMs);
       else this.wheel.release(cut.taskId);
     } catch (error) {
@@ -288,6 +294,20 @@ export class Executor implements LifecycleService {
     // Their claim is over: they may be queued again at once.
     for (const id of ids) this.running.delete(id);
     this.enqueue(ids.filter((id) => id !== cut.taskId));
+  }
+
+  private reportCutOff(cut: HandlerCutOff, dead: boolean, retryAtMs: number): void {
+    const { observer } = this.ctx;
+    if (!observer.wants(dead ? 'onDeadLettered' : 'onFailed')) return;
+    const base = {
+      id: cut.taskId,
+      type: cut.taskType,
+      key: cut.taskKey,
+      dueAt: cut.dueAt,
+      attempt: cut.attempt,
+    };
+    if (dead) observer.emit('onDeadLettered', { ...base, reason: cut.message });
+    else observer.emit('onFailed', { ...base, error: cut.message, retryAt: new Date(retryAtMs) });
   }
 
   /**

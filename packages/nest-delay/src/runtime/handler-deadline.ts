@@ -6,6 +6,8 @@ export class HandlerCutOff extends Error {
     readonly timeoutMs: number,
     /** The attempt that was cut off, from 1. */
     readonly attempt: number,
+    readonly taskKey: string | null,
+    readonly dueAt: Date,
   ) {
     super(
       `handler timed out after ${timeoutMs} ms and did not stop when its signal aborted; ` +

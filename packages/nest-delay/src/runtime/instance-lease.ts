@@ -29,9 +29,14 @@ const CLOCK_OFFSET_LIMIT_MS = 2_000;
 export class InstanceLease implements LifecycleService {
   private readonly rounds: PeriodicRound;
   private beats = 0;
+  private lastBeatAtMs: number | undefined;
+  /** After a jump of the clock: the expiry cutoff held until `untilMs` (see expiryCutoff). */
+  private jump: { cutoffMs: number; untilMs: number } | undefined;
   private clockWarned = false;
   /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
   private releaseAtStop = true;
+  /** Until when the last heartbeat that reached the database keeps the lease (by the clock). */
+  private expiresAtMs: number | undefined;
 
   constructor(
     private readonly ctx: DelayContext,
@@ -61,6 +66,11 @@ export class InstanceLease implements LifecycleService {
     this.rounds.start();
   }
 
+  /** When the lease runs out unless renewed; undefined before the first heartbeat and after stop. */
+  get expiresAt(): number | undefined {
+    return this.expiresAtMs;
+  }
+
   /** Keep the lease at stop (its tasks wait for it to expire), as a crashed process would. */
   keepLeaseAtStop(): void {
     this.releaseAtStop = false;
@@ -68,6 +78,7 @@ export class InstanceLease implements LifecycleService {
 
   async stop(): Promise<void> {
     await this.rounds.stop();
+    this.expiresAtMs = undefined;
     if (!this.releaseAtStop || !this.ctx.db.dataSource.isInitialized) return;
     try {
       await retireInstance(this.ctx.db.pool, this.ctx.options.instanceId);
@@ -86,24 +97,55 @@ export class InstanceLease implements LifecycleService {
   private async beat(): Promise<void> {
     const { clock, options, db } = this.ctx;
     const nowMs = clock.now();
+    const expiredBefore = new Date(this.expiryCutoff(nowMs));
     const { expired, dbNow } = await heartbeat(
       db.pool,
       options.instanceId,
       new Date(nowMs),
       new Date(nowMs + options.leaseMs),
+      expiredBefore,
     );
+    this.expiresAtMs = nowMs + options.leaseMs;
     this.watchClock(dbNow.getTime() - (nowMs + clock.now()) / 2);
     if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
-      await releaseOrphans(db.pool, new Date(nowMs));
+      await releaseOrphans(db.pool, expiredBefore);
       await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
     }
     if (expired.length === 0) return;
-    await releaseExpiredInstances(db.pool, expired, new Date(nowMs));
+    await releaseExpiredInstances(db.pool, expired, expiredBefore);
     this.ctx.logger.warn(
       `Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`,
     );
     this.backlog.request();
     void this.loader.refresh();
+  }
+
+  /**
+   * Leases that ran out before this time have expired. Normally that is now.
+   * But when time moved by more than two leases between two heartbeats, or
+   * back (a clock stepped, or this process was suspended), the other
+   * instances had no chance to renew across the jump, and theirs would all
+   * look expired: for one lease after it, only leases that had run out a
+   * heartbeat after the last beat before the jump count as expired. So a jump
+   * steals no live lease, an instance dead before it is still taken over at
+   * once, and one that died just before it a lease later.
+   */
+  private expiryCutoff(nowMs: number): number {
+    const { leaseMs, heartbeatMs } = this.ctx.options;
+    const last = this.lastBeatAtMs;
+    this.lastBeatAtMs = nowMs;
+    if (last !== undefined) {
+      const gapMs = nowMs - last;
+      if (gapMs < 0 || gapMs > 2 * leaseMs) {
+        this.jump = { cutoffMs: Math.min(nowMs, last + heartbeatMs), untilMs: nowMs + leaseMs };
+        this.ctx.logger.warn(
+          `The clock moved ${Math.round(gapMs)} ms between two heartbeats (${heartbeatMs} ms apart): a clock step or a stalled process; other instances get a lease (${leaseMs} ms) from now to renew theirs`,
+        );
+      }
+    }
+    if (this.jump && nowMs < this.jump.untilMs) return Math.min(nowMs, this.jump.cutoffMs);
+    this.jump = undefined;
+    return nowMs;
   }
 
   /**

@@ -17,6 +17,8 @@ const PRUNE_BATCH = 1000;
 export class Pruner implements LifecycleService {
   private readonly rounds: PeriodicRound;
   private pruned = 0;
+  /** A round under way ends after its current batch: a backlog of millions must not hold up a shutdown. */
+  private stopping = false;
   /** The last round's failure, for runNow to report rather than only log. */
   private failure: unknown;
 
@@ -41,6 +43,7 @@ export class Pruner implements LifecycleService {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.rounds.stop();
   }
 
@@ -64,7 +67,7 @@ export class Pruner implements LifecycleService {
       const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
       this.pruned += deleted;
       // Fewer than a batch of each kind: nothing is left.
-      if (deleted < PRUNE_BATCH) return;
+      if (deleted < PRUNE_BATCH || this.stopping) return;
     }
   }
 }

@@ -1,7 +1,7 @@
 import { SystemClock, type Clock, type TimerHandle } from '../clock/index.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { TickDriver } from './tick-driver.js';
-import { TimingWheel, type DueEntry, type EntryId } from '../wheel/index.js';
+import { DueQueue, TimingWheel, type DueEntry, type EntryId } from '../wheel/index.js';
 
 const SECOND = 1_000;
 
@@ -11,6 +11,7 @@ function manualSetup(maxTicksPerBatch?: number) {
   const fired: EntryId[] = [];
   const driver = new TickDriver({
     wheel,
+    queue: new DueQueue<string>(),
     clock,
     maxTicksPerBatch,
     onDue: (entries) => fired.push(...entries.map((entry) => entry.id)),
@@ -29,17 +30,53 @@ async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
 }
 
 describe('TickDriver with a ManualClock', () => {
-  it('sleeps until the deadline of the next due tick and fires then, not a tick early', () => {
+  it('takes an entry out of the wheel a tick ahead and fires it at its own due time', () => {
     const { clock, wheel, driver, fired, t0 } = manualSetup();
     wheel.add('a', t0 + 2_500, 'x');
     driver.start();
-    expect(clock.nextTimerAt).toBe(t0 + 3_000);
+    expect(clock.nextTimerAt).toBe(t0 + 2_000); // its tick (3 s) comes within one tick
 
-    clock.advance(2_999);
+    clock.advance(2_000);
+    expect(fired).toEqual([]);
+    expect(clock.nextTimerAt).toBe(t0 + 2_500);
+    clock.advance(499);
     expect(fired).toEqual([]);
     clock.advance(1);
     expect(fired).toEqual(['a']);
+    expect(clock.pendingTimers).toBe(0);
     driver.stop();
+  });
+
+  it('fires the entries of one tick one by one, each at its time, in order', () => {
+    const { clock, wheel, driver, fired, t0 } = manualSetup();
+    for (const [id, at] of [
+      ['b', 1_700],
+      ['a', 1_100],
+      ['c', 1_700],
+      ['d', 1_999],
+    ] as const) {
+      wheel.add(id, t0 + at, 'x');
+    }
+    driver.start();
+    const firedAt: Record<string, number> = {};
+    while (clock.nextTimerAt !== undefined) {
+      clock.set(clock.nextTimerAt);
+      for (const id of fired) firedAt[id] ??= clock.now() - t0;
+    }
+    expect(fired).toEqual(['a', 'b', 'c', 'd']);
+    expect(firedAt).toEqual({ a: 1_100, b: 1_700, c: 1_700, d: 1_999 });
+    driver.stop();
+  });
+
+  it('runDue hands out what is due by a given now at once, and nothing later', () => {
+    const { wheel, driver, fired, t0 } = manualSetup();
+    wheel.add('now', t0 + 300, 'x');
+    wheel.add('soon', t0 + 301, 'x');
+    expect(driver.runDue(t0 + 300)).toBe(1);
+    expect(fired).toEqual(['now']);
+    expect(driver.runDue(t0 + 300)).toBe(0);
+    expect(driver.runDue(t0 + 301)).toBe(1);
+    expect(fired).toEqual(['now', 'soon']);
   });
 
   it('sets no timer while the wheel is empty, and none once the last entry fired', () => {
@@ -61,20 +98,20 @@ describe('TickDriver with a ManualClock', () => {
     const { clock, wheel, driver, fired, t0 } = manualSetup();
     wheel.add('late', t0 + 10 * SECOND, 'x');
     driver.start();
-    expect(clock.nextTimerAt).toBe(t0 + 10 * SECOND);
+    expect(clock.nextTimerAt).toBe(t0 + 9 * SECOND);
 
-    wheel.add('early', t0 + 1_200, 'x');
-    driver.poke(t0 + 1_200);
-    expect(clock.nextTimerAt).toBe(t0 + 2 * SECOND); // the deadline of its tick, from the origin
+    wheel.add('early', t0 + 2_200, 'x');
+    driver.poke(t0 + 2_200);
+    expect(clock.nextTimerAt).toBe(t0 + 2 * SECOND); // when its tick (3 s) comes within reach
     expect(clock.pendingTimers).toBe(1);
 
     wheel.add('later', t0 + 20 * SECOND, 'x');
     driver.poke(t0 + 20 * SECOND);
     expect(clock.nextTimerAt).toBe(t0 + 2 * SECOND);
 
-    clock.advance(2 * SECOND);
+    clock.advance(2_200);
     expect(fired).toEqual(['early']);
-    expect(clock.nextTimerAt).toBe(t0 + 10 * SECOND);
+    expect(clock.nextTimerAt).toBe(t0 + 9 * SECOND);
     driver.stop();
   });
 
@@ -99,7 +136,18 @@ describe('TickDriver with a ManualClock', () => {
     expect(fired).toEqual([1, 2]); // first batch runs on the timer; the rest after yielding
     await until(() => fired.length === 9);
     expect(fired).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(wheel.currentTick).toBe(wheel.tickOf(clock.now()));
+    expect(wheel.currentTick).toBe(wheel.tickOf(clock.now()) + 1); // the wheel runs a tick ahead
+    driver.stop();
+  });
+
+  it('hands a burst out a thousand at a time, yielding between, so the first claims start at once', async () => {
+    const { clock, wheel, driver, fired, t0 } = manualSetup();
+    for (let i = 0; i < 2_500; i++) wheel.add(i, t0 + 1_500, 'x');
+    driver.start();
+    clock.advance(1_500);
+    expect(fired).toHaveLength(1_000);
+    await until(() => fired.length === 2_500);
+    expect(fired).toEqual(Array.from({ length: 2_500 }, (_, i) => i));
     driver.stop();
   });
 
@@ -110,6 +158,7 @@ describe('TickDriver with a ManualClock', () => {
     const fired: EntryId[] = [];
     const driver: TickDriver<string> = new TickDriver({
       wheel,
+      queue: new DueQueue(),
       clock,
       maxTicksPerBatch: 1,
       onDue: (entries) => {
@@ -153,6 +202,7 @@ describe('TickDriver with a ManualClock', () => {
     const errors: unknown[] = [];
     const driver = new TickDriver({
       wheel,
+      queue: new DueQueue(),
       clock,
       onDue: (entries) => {
         seen.push(...entries.map((entry) => entry.id));
@@ -180,6 +230,7 @@ describe('TickDriver with a ManualClock', () => {
     const fired: number[] = [];
     const driver: TickDriver<number> = new TickDriver({
       wheel,
+      queue: new DueQueue(),
       clock,
       onDue: (entries) => {
         for (const { value } of entries) {
@@ -198,23 +249,6 @@ describe('TickDriver with a ManualClock', () => {
     clock.advance(SECOND);
     expect(fired).toEqual([1, 2, 3]);
     expect(clock.pendingTimers).toBe(0);
-    driver.stop();
-  });
-
-  it('reports each wake with its deadline and arms only multiples of tickMs', () => {
-    const { clock, wheel, t0 } = manualSetup();
-    const wakes: [number, number][] = [];
-    const driver = new TickDriver({
-      wheel,
-      clock,
-      onDue: () => undefined,
-      onWake: (d, n) => wakes.push([d, n]),
-    });
-    wheel.add('a', t0 + 1_234, 'x');
-    driver.start();
-    expect(driver.lastDeadline).toBe(t0 + 2_000);
-    clock.advance(2_500);
-    expect(wakes).toEqual([[t0 + 2_000, t0 + 2_500]]);
     driver.stop();
   });
 });
@@ -238,17 +272,18 @@ describe('TickDriver with the SystemClock', () => {
     const clock = new RecordingClock(new SystemClock());
     const wheel = new TimingWheel<number>({ tickMs, slots: 64, startMs: clock.now() });
     const firstTick = wheel.tickOf(clock.now()) + 5;
-    const fired: { id: EntryId; tick: number; at: number }[] = [];
+    const fired: { id: EntryId; dueAtMs: number; at: number }[] = [];
     const batches: DueEntry<number>[][] = [];
 
     const driver = new TickDriver<number>({
       wheel,
+      queue: new DueQueue(),
       clock,
       maxTicksPerBatch: 5,
       onDue: (entries) => {
         const at = clock.now();
         batches.push(entries);
-        for (const { id, tick } of entries) fired.push({ id, tick, at });
+        for (const { id, dueAtMs } of entries) fired.push({ id, dueAtMs, at });
         if (entries.some((entry) => entry.id === 40)) {
           while (clock.now() < at + 300) {
             // Block the event loop, as a long synchronous handler or a GC pause would.
@@ -257,7 +292,7 @@ describe('TickDriver with the SystemClock', () => {
       },
     });
     for (let i = 0; i < 100; i++) {
-      // Due inside the tick, so the deadline (tick × tickMs) is strictly after the due time.
+      // Inside the tick, so firing at the tick's end would show as 2.5 ms late.
       wheel.add(i, (firstTick + i) * tickMs - 2.5, i);
     }
     driver.start();
@@ -268,17 +303,14 @@ describe('TickDriver with the SystemClock', () => {
     }
 
     expect(fired.map((entry) => entry.id)).toEqual(Array.from({ length: 100 }, (_, i) => i));
-    expect(fired.map((entry) => entry.tick)).toEqual(
-      Array.from({ length: 100 }, (_, i) => firstTick + i),
-    );
-    for (const { tick, at } of fired) expect(at).toBeGreaterThanOrEqual(wheel.deadlineOf(tick));
-    expect(clock.armed.length).toBeGreaterThan(0);
-    for (const deadline of clock.armed) expect(deadline % tickMs).toBe(0);
-    // Catching up after the stall: some batch held several ticks' entries.
+    for (const { dueAtMs, at } of fired) expect(at).toBeGreaterThanOrEqual(dueAtMs);
+    // Timers are armed for due times, not tick ends.
+    expect(clock.armed.some((deadline) => deadline % tickMs !== 0)).toBe(true);
+    // Catching up after the stall: some batch held several entries.
     expect(batches.some((batch) => batch.length > 1)).toBe(true);
-    // A schedule of "now + interval" would carry the whole stall to the end; anchored ticks do not.
+    // A schedule of "now + interval" would carry the whole stall to the end; due times do not.
     const last = fired[fired.length - 1];
-    expect(last.at - wheel.deadlineOf(last.tick)).toBeLessThan(150);
+    expect(last.at - last.dueAtMs).toBeLessThan(150);
     expect(wheel.size).toBe(0);
   });
 });

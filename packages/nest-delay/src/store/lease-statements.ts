@@ -4,37 +4,50 @@ import type { DueRow } from './task-row.js';
 
 /**
  * Renews this instance's lease and, in the same round trip, lists instances
- * whose lease ran out (they died or stalled): their tasks are up for takeover.
- * Also returns the database's clock, to keep an eye on the app's offset.
+ * whose lease ran out before `expiredBefore` (they died or stalled): their
+ * tasks are up for takeover.
+ * Also returns the database's clock, to keep an eye on the app's offset, and
+ * records it beside the app's (`db_heartbeat_at`) for others to read.
  */
-export async function heartbeat(sql: Sql, instanceId: string, now: Date, leaseUntil: Date) {
+export async function heartbeat(
+  sql: Sql,
+  instanceId: string,
+  now: Date,
+  leaseUntil: Date,
+  expiredBefore: Date,
+) {
   const [row] = await sql.rows<{ expired: string[]; db_now: Date }>(
     `WITH beat AS (
-       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until)
-       VALUES ($1, $2, $2, $3)
-       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, lease_until = EXCLUDED.lease_until
+       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until, db_heartbeat_at)
+       VALUES ($1, $2, $2, $3, now())
+       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
+         lease_until = EXCLUDED.lease_until, db_heartbeat_at = EXCLUDED.db_heartbeat_at
        RETURNING id
      )
      SELECT now() AS db_now,
-            ARRAY(SELECT id FROM delay_instance WHERE lease_until < $2 AND id <> $1) AS expired`,
-    [instanceId, now, leaseUntil],
+            ARRAY(SELECT id FROM delay_instance WHERE lease_until < $4 AND id <> $1) AS expired`,
+    [instanceId, now, leaseUntil, expiredBefore],
   );
   return { expired: row.expired, dbNow: row.db_now };
 }
 
-/** Frees the tasks of instances whose lease expired and forgets them. */
-export async function releaseExpiredInstances(sql: Sql, instanceIds: string[], now: Date) {
+/** Frees the tasks of instances whose lease expired (still, before `expiredBefore`) and forgets them. */
+export async function releaseExpiredInstances(
+  sql: Sql,
+  instanceIds: string[],
+  expiredBefore: Date,
+) {
   await sql.rows(
     `WITH dead AS (
        DELETE FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2 RETURNING id
      )
      UPDATE delayed_task t SET locked_by = NULL
      FROM dead WHERE t.locked_by = dead.id AND ${pendingIn('t')}`,
-    [instanceIds, now],
+    [instanceIds, expiredBefore],
   );
 }
 
-/** Frees tasks held by instances that have no live lease at all (say, a row deleted by a takeover). */
+/** Frees tasks held by instances that have no lease live at `now` (say, a row deleted by a takeover). */
 export async function releaseOrphans(sql: Sql, now: Date) {
   await sql.rows(
     `UPDATE delayed_task t SET locked_by = NULL

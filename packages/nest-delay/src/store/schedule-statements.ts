@@ -11,28 +11,34 @@ import type { TaskRow } from './task-row.js';
  * nothing (the no-op SET only makes Postgres return and lock the row),
  * `replace` moves it to this request. Postgres decides insert-or-update
  * atomically, so a task that finishes meanwhile cannot make this fail or loop.
- * `lockedBy` is the instance whose wheel will hold it, or null.
+ * `lockedBy` is the instance whose wheel will hold it, or null. `inserted`
+ * (xmax is 0 only for a row this statement inserted) tells a new task from a
+ * key's existing one, for the observer's "scheduled".
  */
 export async function insertTask(
   sql: Sql,
   req: NormalizedRequest,
   lockedBy: string | null,
   now: Date,
-): Promise<TaskRow> {
+): Promise<InsertedRow> {
   const onKey =
     req.ifExists === 'replace'
       ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at`
       : `key = EXCLUDED.key`;
-  const [row] = await sql.rows<TaskRow>(
+  const [row] = await sql.rows<InsertedRow>(
     `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
      VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
-     RETURNING *`,
+     RETURNING *, (xmax = 0) AS inserted`,
     [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
   );
   return row;
+}
+
+export interface InsertedRow extends TaskRow {
+  inserted: boolean;
 }
 
 export interface BulkRow {

@@ -23,6 +23,23 @@ interface PgClient {
 export class Database {
   constructor(readonly dataSource: DataSource) {}
 
+  /**
+   * Gives every connection of the pool an error listener of its own for its
+   * whole life. pg-pool takes its listener off a connection while lending it
+   * out, and a pg client with no listener turns a session the server ends
+   * between two statements (pg_terminate_backend, a failover, a proxy's idle
+   * timeout) into an uncaught exception that kills the process; with one, the
+   * connection's next statement fails instead, and the pool drops it.
+   */
+  guardConnections(): void {
+    const pool = (this.dataSource.driver as unknown as { master?: PgPool }).master;
+    if (!pool || typeof pool.on !== 'function' || GUARDED.has(pool)) return;
+    GUARDED.add(pool);
+    pool.on('connect', guard);
+    // Connections opened before this (TypeORM opens one at initialize).
+    for (const client of pool._clients ?? []) guard(client);
+  }
+
   /** Statements on a pooled connection, each its own transaction. */
   get pool(): Sql {
     const pool = (this.dataSource.driver as unknown as { master: PgClient }).master;
@@ -43,6 +60,28 @@ export class Database {
         return (await client.query(text, params)).rows as T[];
       },
     };
+  }
+}
+
+interface PgEmitter {
+  on(event: 'error', listener: (error: Error) => void): void;
+  listeners(event: 'error'): unknown[];
+}
+
+interface PgPool {
+  on(event: 'connect', listener: (client: PgEmitter) => void): void;
+  /** pg-pool's own list of its connections (not public, but there since pg-pool 2). */
+  _clients?: PgEmitter[];
+}
+
+const GUARDED = new WeakSet<object>();
+
+/** The server ended the session: the next statement on the connection reports it. */
+function ignoreConnectionError(): void {}
+
+function guard(client: PgEmitter): void {
+  if (!client.listeners('error').includes(ignoreConnectionError)) {
+    client.on('error', ignoreConnectionError);
   }
 }
 

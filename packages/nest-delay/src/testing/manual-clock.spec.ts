@@ -64,6 +64,19 @@ describe('ManualClock', () => {
     expect(clock.now()).toBe(2_000);
   });
 
+  it('goes back only when told to rewind, and its timers then wait for their deadline again', () => {
+    const clock = new ManualClock(10_000);
+    const fired: number[] = [];
+    clock.setTimer(10_500, () => fired.push(clock.now()));
+    clock.rewind(3_000);
+    expect(clock.now()).toBe(7_000);
+    clock.advance(3_000);
+    expect(fired).toEqual([]);
+    clock.advance(500);
+    expect(fired).toEqual([10_500]);
+    expect(() => clock.rewind(-1)).toThrow(RangeError);
+  });
+
   it('runs every due timer even when one throws, then rethrows', () => {
     const clock = new ManualClock(0);
     let ranAfter = false;

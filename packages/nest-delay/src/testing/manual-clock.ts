@@ -48,7 +48,7 @@ export class ManualClock implements Clock {
     };
   }
 
-  /** Moves time to `ms` and fires what is due; `set(now())` fires timers set in the past. */
+  /** Moves time forward to `ms` and fires what is due; `set(now())` fires timers set in the past. */
   set(ms: number): void {
     if (!Number.isFinite(ms)) throw new TypeError(`ms must be a finite number; got ${ms}`);
     if (ms < this.nowMs) {
@@ -58,6 +58,19 @@ export class ManualClock implements Clock {
     }
     this.nowMs = ms;
     this.fireDue();
+  }
+
+  /**
+   * Moves time back by `ms`, as a wall clock set back by hand or by NTP would.
+   * The engine's SystemClock never does this (it is monotonic); this is for
+   * testing what happens under a Clock of your own that can. Pending timers
+   * keep their deadlines, so they fire when time reaches them again.
+   */
+  rewind(ms: number): void {
+    if (!(ms >= 0) || !Number.isFinite(ms)) {
+      throw new RangeError(`rewind needs a non-negative number of ms; got ${ms}`);
+    }
+    this.nowMs -= ms;
   }
 
   advance(ms: number): void {

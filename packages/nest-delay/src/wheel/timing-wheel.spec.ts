@@ -139,11 +139,15 @@ describe('TimingWheel', () => {
     expect(wheel.currentTick).toBe(1e8 + 1e5);
   });
 
-  it('ignores a now that is behind the pointer, apart from draining overdue entries', () => {
+  it('ignores a now that is behind the pointer: only what is due by that now fires', () => {
     const wheel = new TimingWheel({ tickMs: 10, slots: 8, startMs: 500 });
     wheel.add('future', 600, undefined);
     wheel.add('past', 100, undefined);
-    expect(ids(wheel.advance(0))).toEqual(['past']);
+    wheel.add('between', 300, undefined); // due by the pointer, not by a clock set back to 0
+    expect(ids(wheel.advance(0))).toEqual([]);
+    expect(wheel.nextDueTick()).toBe(10);
+    expect(ids(wheel.advance(299))).toEqual(['past']);
+    expect(ids(wheel.advance(300))).toEqual(['between']);
     expect(wheel.currentTick).toBe(50);
     expect(wheel.has('future')).toBe(true);
   });

@@ -151,6 +151,22 @@ export class TimingWheel<V = undefined> {
     return { dueTick, slot: this.slotOf(dueTick), cycles };
   }
 
+  /** Entries added already due, waiting for the next `advance`. */
+  get overdueCount(): number {
+    return this.size - this.inSlots;
+  }
+
+  /** The slot of a tick (the pointer's slot is slotOfTick(currentTick)). */
+  slotOfTick(tick: number): number {
+    return this.slotOf(tick);
+  }
+
+  /** Calls `visit` with the due time of each entry in `slot`, for pictures of the ring (wheel-census.ts). */
+  forEachDueInSlot(slot: number, visit: (dueAtMs: number) => void): void {
+    const { entries } = this;
+    for (let h = entries.first(slot); h !== NIL; h = entries.after(h)) visit(entries.dueAtOf(h));
+  }
+
   /** Drops every entry and gives memory back; the pointer stays where it is. */
   clear(): void {
     this.entries.clear();
@@ -161,7 +177,8 @@ export class TimingWheel<V = undefined> {
 
   /**
    * Hands out, earliest first, every entry due by `nowMs`: first the overdue list (entries
-   * added already past due), then tick by tick up to tickOf(nowMs), at most `maxTicks` ticks
+   * added already past due by the pointer, and due by `nowMs`: a clock that went back leaves
+   * the pointer ahead of it), then tick by tick up to tickOf(nowMs), at most `maxTicks` ticks
    * per call so a driver can yield between batches. The pointer stays on the last tick
    * processed, except that it jumps straight to tickOf(nowMs) once the slots are empty.
    */
@@ -175,9 +192,11 @@ export class TimingWheel<V = undefined> {
       throw new RangeError(`maxTicks must be a positive integer or Infinity; got ${maxTicks}`);
     }
     const fired: DueEntry<V>[] = [];
-    if (this.inSlots < this.size) this.collect(this.overdue, Infinity, fired);
-
     const target = this.tickOf(nowMs);
+    // Overdue means due by the pointer; a clock set back behind the pointer
+    // must still not see them before their time.
+    if (this.inSlots < this.size) this.collect(this.overdue, target, fired);
+
     if (target > this.tick) {
       const end = Math.min(target, this.tick + maxTicks);
       // A gap of a whole revolution would visit some slots twice: one pass finds it all.

@@ -1,0 +1,64 @@
+import type { DelayedTask, TaskId, TaskState } from '../task.types.js';
+import type { WheelCensus } from '../wheel/index.js';
+
+/** Which tasks to list: every field narrows, none means all. Due times: from inclusive, before exclusive. */
+export interface TaskListFilter {
+  state?: TaskState;
+  type?: string;
+  key?: string;
+  keyPrefix?: string;
+  dueFrom?: Date;
+  dueBefore?: Date;
+}
+
+/** One page of a listing; `nextCursor` is null on the last page. */
+export interface TaskPage {
+  items: DelayedTask[];
+  nextCursor: string | null;
+}
+
+/** An instance as its lease row says, seen from the instance asking. */
+export interface InstanceInfo {
+  id: string;
+  startedAt: Date;
+  heartbeatAt: Date;
+  leaseUntil: Date;
+  /** Its lease still runs by the asking instance's clock. */
+  live: boolean;
+  /** The instance asking. */
+  self: boolean;
+  /** Pending tasks leased to it (at most the cap, then `heldCapped`). */
+  held: number;
+  heldCapped: boolean;
+  /**
+   * Its clock minus the database's at its last heartbeat (off by at most the
+   * statement's one-way latency); null before its first beat since the upgrade.
+   */
+  clockOffsetMs: number | null;
+}
+
+/** A task and who holds it. */
+export interface TaskDetails {
+  task: DelayedTask;
+  /** The instance whose lease holds it (locked_by), or null when nobody does. */
+  holder: InstanceInfo | null;
+  /** In this instance's wheel right now. */
+  inThisWheel: boolean;
+}
+
+/** What a bulk retry of dead-lettered tasks did. */
+export interface RetryDeadResult {
+  /** Tasks put back to pending, oldest due first. */
+  retried: TaskId[];
+  /** Tasks matched but retried by someone else in between (no longer dead). */
+  skipped: number;
+  /** More dead tasks match than the limit allowed: call again. */
+  more: boolean;
+}
+
+/** This instance's wheel, with times as epoch ms (see wheelCensus). */
+export interface WheelSnapshot extends WheelCensus {
+  instanceId: string;
+  nowMs: number;
+  windowMs: number;
+}

@@ -1,0 +1,100 @@
+import type {
+  DataSource,
+  EntityManager,
+  EntitySubscriberInterface,
+  QueryRunner,
+  TransactionCommitEvent,
+  TransactionRollbackEvent,
+} from 'typeorm';
+
+interface Waiting {
+  /** The caller's transaction depth when it was queued (savepoints nest). */
+  depth: number;
+  run: () => void;
+}
+
+/**
+ * Runs a notification once the caller's transaction commits, and drops it if
+ * that transaction (or the savepoint it was written in) rolls back: a write
+ * through `{ manager }` is not a fact until then. It listens to the
+ * DataSource's transaction events as a TypeORM subscriber; without a
+ * transaction the write already committed and the call runs at once.
+ */
+export class AfterCommit implements EntitySubscriberInterface {
+  /** Attached instances, for the savepoints TypeORM does not see (below). */
+  private static readonly attached = new Set<AfterCommit>();
+  private readonly waiting = new WeakMap<QueryRunner, Waiting[]>();
+  /** How many were queued when the runner's raw savepoint was taken. */
+  private readonly marks = new WeakMap<QueryRunner, number>();
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * A savepoint taken with plain SQL (the claim's per-task fence), which
+   * TypeORM's events do not report: what is queued from here on is undone by
+   * `rolledBackToSavepoint`.
+   */
+  static savepoint(runner: QueryRunner): void {
+    for (const instance of AfterCommit.attached)
+      instance.marks.set(runner, instance.waiting.get(runner)?.length ?? 0);
+  }
+
+  static rolledBackToSavepoint(runner: QueryRunner): void {
+    for (const instance of AfterCommit.attached) {
+      const list = instance.waiting.get(runner);
+      if (list) list.length = Math.min(list.length, instance.marks.get(runner) ?? 0);
+    }
+  }
+
+  attach(): void {
+    if (!this.dataSource.subscribers.includes(this)) this.dataSource.subscribers.push(this);
+    AfterCommit.attached.add(this);
+  }
+
+  detach(): void {
+    const at = this.dataSource.subscribers.indexOf(this);
+    if (at !== -1) this.dataSource.subscribers.splice(at, 1);
+    AfterCommit.attached.delete(this);
+  }
+
+  run(manager: EntityManager | undefined, run: () => void): void {
+    const runner = manager?.queryRunner;
+    if (!runner || !runner.isTransactionActive) return run();
+    let list = this.waiting.get(runner);
+    if (!list) this.waiting.set(runner, (list = []));
+    list.push({ depth: depthOf(runner), run });
+  }
+
+  afterTransactionCommit({ queryRunner }: TransactionCommitEvent): void {
+    const list = this.waiting.get(queryRunner);
+    if (!list) return;
+    if (queryRunner.isTransactionActive) {
+      // A savepoint released: its writes now belong to the enclosing level.
+      const depth = depthOf(queryRunner);
+      for (const item of list) item.depth = Math.min(item.depth, depth);
+      return;
+    }
+    this.waiting.delete(queryRunner);
+    for (const item of list) item.run();
+  }
+
+  afterTransactionRollback({ queryRunner }: TransactionRollbackEvent): void {
+    const list = this.waiting.get(queryRunner);
+    if (!list) return;
+    if (!queryRunner.isTransactionActive) {
+      this.waiting.delete(queryRunner);
+      return;
+    }
+    // Rolled back to a savepoint: only what was written inside it is undone.
+    const depth = depthOf(queryRunner);
+    this.waiting.set(
+      queryRunner,
+      list.filter((item) => item.depth <= depth),
+    );
+  }
+}
+
+/** TypeORM keeps the nesting level protected; it counts 1 for the outer transaction. */
+function depthOf(runner: QueryRunner): number {
+  return (runner as unknown as { transactionDepth: number }).transactionDepth;
+}

@@ -1,0 +1,56 @@
+import {
+  BadRequestException,
+  ConflictException,
+  Injectable,
+  NotFoundException,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { DelayValidationError, TaskNotFoundError, TaskStateError } from 'nest-delay';
+import { catchError, type Observable } from 'rxjs';
+
+/**
+ * The package's errors as HTTP errors, each carrying what it names besides
+ * its message, for a page to point at: a bad input's `field` (400), an
+ * unknown task's `id` (404), the `state` that does not fit an action (409).
+ * The app's exception filter then writes them (and never a stack trace).
+ */
+@Injectable()
+export class AdminErrorsInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        throw toHttpError(error);
+      }),
+    );
+  }
+}
+
+export function toHttpError(error: unknown): unknown {
+  if (error instanceof DelayValidationError) {
+    return new BadRequestException({
+      statusCode: 400,
+      error: 'Bad Request',
+      message: error.message,
+      field: error.field,
+    });
+  }
+  if (error instanceof TaskNotFoundError) {
+    return new NotFoundException({
+      statusCode: 404,
+      error: 'Not Found',
+      message: error.message,
+      ...error.ref,
+    });
+  }
+  if (error instanceof TaskStateError) {
+    return new ConflictException({
+      statusCode: 409,
+      error: 'Conflict',
+      message: error.message,
+      state: error.state,
+    });
+  }
+  return error;
+}

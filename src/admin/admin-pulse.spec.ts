@@ -1,0 +1,52 @@
+import type { TaskExecutedEvent } from 'nest-delay';
+import { AdminPulse, PULSE_SECONDS } from './admin-pulse.js';
+
+const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+function executed(claimMs: number, latenessMs: number): TaskExecutedEvent {
+  return {
+    id: '1',
+    type: 't',
+    key: null,
+    dueAt: new Date(claimMs - latenessMs),
+    attempt: 1,
+    latenessMs,
+  };
+}
+
+describe('AdminPulse', () => {
+  it('counts executed tasks in the second of their claim and reads the series up to now', () => {
+    const pulse = new AdminPulse();
+    pulse.onExecuted(executed(T0 + 100, 3));
+    pulse.onExecuted(executed(T0 + 900, 3));
+    pulse.onExecuted(executed(T0 + 2_500, 700));
+    const view = pulse.view(T0 + 2_999, 4);
+    expect(view.executed).toEqual([0, 2, 0, 1]);
+    expect(view.until).toBe(new Date(T0 + 2_000).toISOString());
+  });
+
+  it('gives lateness percentiles as the upper bound of their bucket', () => {
+    const pulse = new AdminPulse();
+    for (let i = 0; i < 98; i++) pulse.onExecuted(executed(T0, 4));
+    pulse.onExecuted(executed(T0, 800));
+    pulse.onExecuted(executed(T0, 90_000));
+    const { lateness } = pulse.view(T0);
+    expect(lateness).toMatchObject({ count: 100, p50: 5, p90: 5, p99: 1_000 });
+    expect(lateness.buckets.at(-1)).toEqual({ leMs: null, count: 1 });
+  });
+
+  it('forgets what is older than its window, and files failures by the clock it was given', () => {
+    const pulse = new AdminPulse();
+    let now = T0;
+    pulse.useClock(() => now);
+    pulse.onExecuted(executed(T0, 1));
+    pulse.onFailed({} as never);
+    now = T0 + PULSE_SECONDS * 1_000;
+    pulse.onDeadLettered({} as never);
+    const view = pulse.view(now);
+    expect(view.executed.reduce((a, b) => a + b, 0)).toBe(0);
+    expect(view.failed.reduce((a, b) => a + b, 0)).toBe(0);
+    expect(view.dead.at(-1)).toBe(1);
+    expect(view.lateness.count).toBe(0);
+  });
+});

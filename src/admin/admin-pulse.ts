@@ -1,0 +1,158 @@
+import type {
+  DelayObserver,
+  TaskDeadLetteredEvent,
+  TaskExecutedEvent,
+  TaskFailedEvent,
+} from 'nest-delay';
+
+/** Seconds of history kept: the page's "last minutes". */
+export const PULSE_SECONDS = 300;
+
+/**
+ * Upper bounds of the lateness buckets, in ms (the last one is open): log-ish
+ * steps an operator reads at a glance, from "on time" to "a minute late".
+ */
+export const LATENESS_BOUNDS_MS = [
+  1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000,
+] as const;
+
+interface Second {
+  /** Which second (epoch s) this slot holds now; slots are reused around the ring. */
+  at: number;
+  executed: number;
+  failed: number;
+  dead: number;
+  /** Executed tasks per lateness bucket; one more than the bounds, for "over the last". */
+  lateness: number[];
+}
+
+export interface LatenessView {
+  /** Executed tasks in the window the figures cover. */
+  count: number;
+  /** Percentiles in ms, the upper bound of the bucket they fall in (null with no task). */
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+  /** Per bucket: tasks at most `leMs` late (null: over the last bound). */
+  buckets: Array<{ leMs: number | null; count: number }>;
+}
+
+export interface PulseView {
+  /** The last second the series ends with (epoch ms of its start). */
+  until: string;
+  seconds: number;
+  /** Oldest first, one number per second. */
+  executed: number[];
+  failed: number[];
+  dead: number[];
+  lateness: LatenessView;
+}
+
+const bucketOf = (ms: number) => {
+  const i = LATENESS_BOUNDS_MS.findIndex((bound) => ms <= bound);
+  return i === -1 ? LATENESS_BOUNDS_MS.length : i;
+};
+
+/**
+ * What this instance ran over the last PULSE_SECONDS, second by second, with
+ * a histogram of executed tasks' lateness: a DelayObserver, so all of it is
+ * in memory and counting costs a few array writes per task (no table read).
+ * An executed task is filed under the second of its claim (due time +
+ * lateness, by the module's clock); failures and dead letters carry no claim
+ * time, so they are filed when they are heard of, by the same clock
+ * (`useClock`). Percentiles are bucket bounds: exact enough to read, and
+ * constant memory whatever the rate.
+ */
+export class AdminPulse implements DelayObserver {
+  private readonly ring: Second[] = Array.from({ length: PULSE_SECONDS }, () => ({
+    at: -1,
+    executed: 0,
+    failed: 0,
+    dead: 0,
+    lateness: new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0),
+  }));
+  /** The clock, set once the module's clock is known (the admin module gives it). */
+  private clockNow: () => number = Date.now;
+
+  useClock(now: () => number): void {
+    this.clockNow = now;
+  }
+
+  onExecuted({ dueAt, latenessMs }: TaskExecutedEvent): void {
+    const second = this.second(dueAt.getTime() + latenessMs);
+    if (!second) return;
+    second.executed++;
+    second.lateness[bucketOf(latenessMs)]++;
+  }
+
+  onFailed(_event: TaskFailedEvent): void {
+    const second = this.second(this.clockNow());
+    if (second) second.failed++;
+  }
+
+  onDeadLettered(_event: TaskDeadLetteredEvent): void {
+    const second = this.second(this.clockNow());
+    if (second) second.dead++;
+  }
+
+  /** The last `seconds` (at most PULSE_SECONDS) up to the one holding `nowMs`. */
+  view(nowMs: number, seconds = PULSE_SECONDS): PulseView {
+    const span = Math.min(Math.max(1, Math.floor(seconds)), PULSE_SECONDS);
+    const last = Math.floor(nowMs / 1000);
+    const executed: number[] = [];
+    const failed: number[] = [];
+    const dead: number[] = [];
+    const histogram = new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0);
+    for (let at = last - span + 1; at <= last; at++) {
+      const slot = this.ring[((at % PULSE_SECONDS) + PULSE_SECONDS) % PULSE_SECONDS];
+      const kept = slot.at === at;
+      executed.push(kept ? slot.executed : 0);
+      failed.push(kept ? slot.failed : 0);
+      dead.push(kept ? slot.dead : 0);
+      if (kept) slot.lateness.forEach((n, i) => (histogram[i] += n));
+    }
+    return {
+      until: new Date(last * 1000).toISOString(),
+      seconds: span,
+      executed,
+      failed,
+      dead,
+      lateness: latenessView(histogram),
+    };
+  }
+
+  /** The slot of the second holding `ms`, emptied if it held an older second; none if too old. */
+  private second(ms: number): Second | undefined {
+    const at = Math.floor(ms / 1000);
+    const slot = this.ring[((at % PULSE_SECONDS) + PULSE_SECONDS) % PULSE_SECONDS];
+    if (slot.at === at) return slot;
+    if (slot.at > at) return undefined;
+    slot.at = at;
+    slot.executed = slot.failed = slot.dead = 0;
+    slot.lateness.fill(0);
+    return slot;
+  }
+}
+
+function latenessView(histogram: number[]): LatenessView {
+  const count = histogram.reduce((a, b) => a + b, 0);
+  const bound = (i: number) => (i < LATENESS_BOUNDS_MS.length ? LATENESS_BOUNDS_MS[i] : null);
+  const percentile = (p: number): number | null => {
+    if (count === 0) return null;
+    const rank = Math.ceil(p * count);
+    let seen = 0;
+    for (let i = 0; i < histogram.length; i++) {
+      seen += histogram[i];
+      // Over the last bound, the last bound is the most that can be said.
+      if (seen >= rank) return bound(i) ?? LATENESS_BOUNDS_MS[LATENESS_BOUNDS_MS.length - 1];
+    }
+    return null;
+  };
+  return {
+    count,
+    p50: percentile(0.5),
+    p90: percentile(0.9),
+    p99: percentile(0.99),
+    buckets: histogram.map((n, i) => ({ leMs: bound(i), count: n })),
+  };
+}

@@ -1,0 +1,110 @@
+import {
+  Controller,
+  Inject,
+  Query,
+  Sse,
+  UseGuards,
+  UseInterceptors,
+  type BeforeApplicationShutdown,
+  type MessageEvent,
+} from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { CLOCK, DelayAdmin, type Clock, type TimerHandle } from 'nest-delay';
+import { Observable, type Subscriber } from 'rxjs';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
+import { toCountsView, toWheelView } from './admin.views.js';
+import { WheelQuery } from './dto/wheel.query.js';
+
+/** Between two snapshots of the stream, by the app's clock. */
+export const STREAM_EVERY_MS = 2_000;
+
+/**
+ * `GET /admin/api/stream`: Server-Sent Events, a `snapshot` at once and then
+ * every STREAM_EVERY_MS: counts (the shared, capped ones: a thousand open
+ * pages still count once per 5 s), the instances, this instance's wheel and
+ * its pulse (outcomes per second and lateness, from memory).
+ * The next snapshot is timed when one is sent, so a slow database makes the
+ * stream slower instead of piling queries up; a failed snapshot is an `error`
+ * event and the stream goes on. Open streams end when the app shuts down:
+ * the HTTP server waits for every open connection before it closes.
+ */
+@ApiTags('admin')
+@ApiBearerAuth('admin')
+@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
+@UseGuards(AdminAuthGuard)
+@UseInterceptors(AdminErrorsInterceptor)
+@Controller('admin/api')
+export class AdminStreamController implements BeforeApplicationShutdown {
+  private readonly open = new Set<Subscriber<MessageEvent>>();
+
+  constructor(
+    private readonly admin: DelayAdmin,
+    @Inject(ADMIN_OPTIONS) private readonly options: AdminOptions,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
+    // The pulse exists before DelayModule's clock does; from here on it files by that clock.
+    options.pulse.useClock(() => clock.now());
+  }
+
+  @Sse('stream')
+  @ApiOperation({
+    summary: `Live snapshots (counts, instances, wheel, pulse) as Server-Sent Events, every ${STREAM_EVERY_MS} ms`,
+  })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({
+    description:
+      "event: snapshot, data: { counts, instances, wheel, pulse } (pulse: this instance's executed, failed and dead-lettered per second over the last 5 minutes, and executed tasks' lateness)",
+  })
+  stream(@Query() query: WheelQuery): Observable<MessageEvent> {
+    // Checked now, so a bad `regions` is a 400 rather than an error event.
+    this.admin.wheel(query.regions);
+    return new Observable<MessageEvent>((subscriber) => {
+      let timer: TimerHandle | undefined;
+      let open = true;
+      this.open.add(subscriber);
+      const send = async () => {
+        try {
+          const data = await this.snapshot(query.regions);
+          if (open) subscriber.next({ type: 'snapshot', data });
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          if (open) subscriber.next({ type: 'error', data: { message } });
+        }
+        if (open)
+          timer = this.clock.setTimer(this.clock.now() + STREAM_EVERY_MS, () => void send());
+      };
+      void send();
+      return () => {
+        open = false;
+        timer?.cancel();
+        this.open.delete(subscriber);
+      };
+    });
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const subscriber of [...this.open]) subscriber.complete();
+  }
+
+  private async snapshot(regions: number | undefined) {
+    const [counts, instances] = await Promise.all([
+      this.admin.counts({ cap: this.options.countCap }),
+      this.admin.instances(this.options.countCap),
+    ]);
+    return {
+      counts: toCountsView(counts),
+      instances,
+      wheel: toWheelView(this.admin.wheel(regions)),
+      pulse: this.options.pulse.view(this.clock.now()),
+    };
+  }
+}

@@ -1,0 +1,41 @@
+import {
+  Module,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+} from '@nestjs/common';
+import { AdminAuthGuard } from './admin-auth.guard.js';
+import { AdminClusterController } from './admin-cluster.controller.js';
+import { AdminPageController } from './admin-page.controller.js';
+import { adminRequest } from './admin-request.middleware.js';
+import { AdminStreamController } from './admin-stream.controller.js';
+import { AdminTasksController } from './admin-tasks.controller.js';
+import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
+import { FailureThrottle } from './failure-throttle.js';
+
+/**
+ * The admin API under /admin/api, behind a bearer token, and the live page
+ * at /admin that uses it. AppModule imports it only when ADMIN_TOKEN is set,
+ * so without a token none of its routes exist (404). Needs the global DelayModule (DelayService, DelayAdmin, CLOCK).
+ */
+@Module({})
+export class AdminModule implements NestModule {
+  static register(options: AdminOptions): DynamicModule {
+    return {
+      module: AdminModule,
+      controllers: [
+        AdminTasksController,
+        AdminClusterController,
+        AdminStreamController,
+        AdminPageController,
+      ],
+      providers: [{ provide: ADMIN_OPTIONS, useValue: options }, FailureThrottle, AdminAuthGuard],
+    };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply(adminRequest)
+      .forRoutes(AdminTasksController, AdminClusterController, AdminStreamController);
+  }
+}

@@ -1,0 +1,150 @@
+import { api, ApiError, AuthError, openStream, token, UnreachableError } from './api.js';
+import { clock } from './format.js';
+import { renderOverview } from './overview.js';
+import { TasksView } from './tasks.js';
+
+const $ = (id) => document.getElementById(id);
+
+/** Regions the ring is cut into (at most its slots). */
+const REGIONS = 60;
+/** Between two tries while the server cannot be reached before the dashboard opened. */
+const RETRY_MS = 3_000;
+
+let stream = null;
+let lastSnapshot = null;
+let bannerTimer;
+
+function banner(text, kind = '') {
+  clearTimeout(bannerTimer);
+  const node = $('banner');
+  node.hidden = !text;
+  node.textContent = text ?? '';
+  node.className = `banner ${kind}`;
+  node.dataset.kind = kind;
+  // Good news fades; problems stay until they are over.
+  if (text && kind === 'good') bannerTimer = setTimeout(() => (node.hidden = true), 6_000);
+}
+
+function live(state, text) {
+  const node = $('live');
+  node.dataset.state = state;
+  node.textContent = text;
+}
+
+const tasks = new TasksView(banner);
+
+function route() {
+  if (!stream) return;
+  const [path, query = ''] = location.hash.replace(/^#/, '').split('?');
+  const params = new URLSearchParams(query);
+  const view = path.startsWith('/tasks') ? 'tasks' : 'overview';
+  $('view-overview').hidden = view !== 'overview';
+  $('view-tasks').hidden = view !== 'tasks';
+  const active = view === 'tasks' && params.get('state') === 'dead' ? 'dead' : view;
+  for (const link of $('nav').querySelectorAll('a'))
+    link.classList.toggle('active', link.dataset.view === active);
+  if (view === 'tasks') tasks.show(params);
+}
+
+function showLogin(message) {
+  stream?.close();
+  stream = null;
+  $('nav').hidden = true;
+  $('logout').hidden = true;
+  $('view-overview').hidden = true;
+  $('view-tasks').hidden = true;
+  $('login').hidden = false;
+  live('off', 'signed out');
+  const error = $('login-error');
+  error.hidden = !message;
+  error.textContent = message ?? '';
+  $('token').focus();
+}
+
+function onSnapshot(snapshot) {
+  lastSnapshot = snapshot;
+  renderOverview(snapshot);
+  tasks.refresh(new Date(snapshot.wheel.now).getTime(), !$('view-tasks').hidden);
+  live('on', `live · ${clock(snapshot.wheel.now)} UTC`);
+}
+
+function startDashboard(slots) {
+  $('login').hidden = true;
+  $('nav').hidden = false;
+  $('logout').hidden = false;
+  banner(null);
+  const regions = Math.min(REGIONS, slots);
+  stream = openStream(`/stream?regions=${regions}`, {
+    onEvent(type, data) {
+      if (type === 'snapshot') onSnapshot(data);
+      else if (type === 'error')
+        banner(`The server could not take a snapshot: ${data.message}`, 'bad');
+    },
+    onStatus(status, waitMs) {
+      if (status === 'on') {
+        if ($('banner').dataset.kind === 'unreachable') banner(null);
+      } else if (status === 'retrying') {
+        live('retrying', 'reconnecting…');
+        const since = lastSnapshot
+          ? ` The figures below are from ${clock(lastSnapshot.wheel.now)} UTC.`
+          : '';
+        banner(
+          `The server cannot be reached: trying again in ${Math.round(waitMs / 1000)} s.${since}`,
+          'unreachable',
+        );
+      } else if (status === 'unauthorized') {
+        token.clear();
+        showLogin(
+          'The server no longer accepts this token (was ADMIN_TOKEN changed?). Paste the current one.',
+        );
+      }
+    },
+  });
+  route();
+}
+
+/** Checks the token with one cheap call (the wheel is in memory), then opens the dashboard. */
+async function connect() {
+  let wheel;
+  try {
+    wheel = await api('/wheel?regions=1');
+  } catch (error) {
+    if (error instanceof AuthError) {
+      token.clear();
+      showLogin(
+        'Wrong token: the server refused it. Check it against the ADMIN_TOKEN the server runs with.',
+      );
+    } else if (error instanceof UnreachableError) {
+      showLogin(`${error.message} Trying again in ${RETRY_MS / 1000} s…`);
+      $('login').hidden = true;
+      live('retrying', 'connecting…');
+      banner(`${error.message} Trying again in ${RETRY_MS / 1000} s…`, 'bad unreachable');
+      setTimeout(() => void connect(), RETRY_MS);
+    } else {
+      token.clear();
+      showLogin(error instanceof ApiError ? error.message : String(error));
+    }
+    return;
+  }
+  startDashboard(wheel.slots);
+}
+
+$('login-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const value = $('token').value.trim();
+  if (!value) return;
+  token.set(value);
+  $('token').value = '';
+  $('login-error').hidden = true;
+  void connect();
+});
+
+$('logout').addEventListener('click', () => {
+  token.clear();
+  showLogin(null);
+});
+
+window.addEventListener('hashchange', route);
+
+if (token.get()) void connect();
+else showLogin(null);

@@ -1,0 +1,38 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DelayService } from 'nest-delay';
+import { Metrics } from './metrics.js';
+
+/**
+ * The delay runtime's state, read at scrape time from `DelayService.stats()`:
+ * memory only, synchronous, no query. Labelled with the instance id, which
+ * is what names the instance in `delay_instance` and `locked_by`.
+ */
+@Injectable()
+export class DelayGauges implements OnModuleInit {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly delay: DelayService,
+  ) {}
+
+  onModuleInit(): void {
+    const stat = (name: string, help: string, read: () => number) =>
+      this.metrics.gauge(name, help, ['instance_id'], (gauge) => {
+        gauge.set({ instance_id: this.delay.stats().instanceId }, read());
+      });
+    stat('delay_wheel_tasks', 'Tasks held in the timing wheel', () => this.delay.stats().held);
+    stat(
+      'delay_executor_queued_tasks',
+      'Fired or overdue tasks waiting for a claim transaction',
+      () => this.delay.stats().queued,
+    );
+    stat('delay_backlog_draining', '1 while overdue unheld tasks are being read', () =>
+      Number(this.delay.stats().drainingBacklog),
+    );
+    stat('delay_runtime_running', '1 while the delay runtime fires and claims', () =>
+      Number(this.delay.stats().running),
+    );
+    stat('delay_lease_live', "1 while this instance's lease is renewed and unexpired", () =>
+      Number(this.delay.stats().lease.live),
+    );
+  }
+}

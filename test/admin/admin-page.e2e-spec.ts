@@ -1,0 +1,193 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { ManualClock } from 'nest-delay/testing';
+import { ADMIN_TOKEN, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
+
+// The live page in a real browser: Debian's chromium driven by playwright-core,
+// against the real app on the ManualClock, so the page changes exactly when
+// the test moves time (the stream's snapshots come every 2 s by that clock).
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = 'test-artifacts';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(
+    `admin page browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
+  );
+}
+
+describe('the admin page shell', () => {
+  const ctx = useAdminTestApp({ ADMIN_TOKEN });
+
+  it('is served without the token, holds no data, and allows only its own scripts', async () => {
+    const res = await ctx.t.http().get('/admin').expect(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.text).toContain('<script type="module" src="/admin/assets/main.js"></script>');
+    expect(res.text).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    const csp = res.headers['content-security-policy'];
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("'unsafe-eval'");
+    const script = await ctx.t.http().get('/admin/assets/main.js').expect(200);
+    expect(script.headers['content-type']).toMatch(/^text\/javascript/);
+    const css = await ctx.t.http().get('/admin/assets/admin.css').expect(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+  });
+
+  it('serves nothing but the files of the page', async () => {
+    await ctx.t.http().get('/admin/assets/nope.js').expect(404);
+    await ctx.t.http().get('/admin/assets/..%2Fadmin.module.ts').expect(404);
+    await ctx.t.http().get('/admin/assets/index.html').expect(404);
+  });
+});
+
+(hasChromium ? describe : describe.skip)('the admin page in Chromium', () => {
+  // 120 one-second slots: a two-minute ring, cut into 60 regions of 2 slots.
+  // The manual clock starts at the real time, so the instance's clock offset reads true.
+  const ctx = useAdminTestApp(
+    { ADMIN_TOKEN, DELAY_WHEEL_SLOTS: '120', DELAY_MAX_ATTEMPTS: '1' },
+    { clock: new ManualClock(Date.now()) },
+  );
+  let browser: Browser;
+  let base = '';
+
+  beforeAll(async () => {
+    const server = ctx.t.app.getHttpServer() as http.Server;
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    mkdirSync(ARTIFACTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function newPage(): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    page.on('dialog', (dialog) => void dialog.accept());
+    (page as Page & { errors: string[] }).errors = errors;
+    return page;
+  }
+  const errorsOf = (page: Page) => (page as Page & { errors: string[] }).errors;
+
+  const text = (page: Page, selector: string) => page.locator(selector).first().innerText();
+  const countOf = (page: Page, state: string) =>
+    page.locator(`#state-cards [data-state="${state}"] .value`).getAttribute('data-count');
+  /** Waits until the card of `state` shows `count`: the page updated itself. */
+  const untilCount = (page: Page, state: string, count: number) =>
+    page.waitForSelector(`#state-cards [data-state="${state}"] .value[data-count="${count}"]`);
+
+  it('says so when the token is wrong, then logs in and follows tasks as they fire', async () => {
+    const { t } = ctx;
+    // Spread over the ring: some soon, most later this turn, a few beyond the window.
+    for (let i = 0; i < 60; i++) {
+      await t.delay.schedule({
+        type: TEST_TYPE,
+        key: `order:${1000 + i}`,
+        payload: { order: 1000 + i },
+        delay: `${2 + ((i * 37) % 110)}s`,
+      });
+    }
+    for (let i = 0; i < 12; i++) {
+      await t.delay.schedule({ type: 'admin.test', key: `later:${i}`, delay: `${5 + i}m` });
+    }
+    for (let i = 0; i < 3; i++) {
+      await t.delay.schedule({
+        type: TEST_TYPE,
+        key: `payment:${i}`,
+        payload: { fail: true },
+        delay: '3s',
+      });
+    }
+
+    const page = await newPage();
+    await page.goto(`${base}/admin`);
+    await page.fill('#token', 'not-the-token-at-all-0000000000000000');
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('#login-error:not([hidden])');
+    expect(await text(page, '#login-error')).toMatch(/Wrong token/);
+    await page.screenshot({ path: `${ARTIFACTS}/admin-login-wrong-token.png` });
+
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    await untilCount(page, 'pending', 75);
+    expect(await countOf(page, 'executed')).toBe('0');
+    expect(await page.evaluate('sessionStorage.length')).toBe(1);
+
+    // Time moves on the server; the page hears of it through the stream alone.
+    for (let step = 0; step < 12; step++) await t.tester.advance('2s');
+    const executed = (await t.get('/admin/api/tasks?state=executed&limit=1000').expect(200)).body
+      .items.length;
+    expect(executed).toBeGreaterThan(0);
+    await untilCount(page, 'executed', executed);
+    await untilCount(page, 'dead', 3);
+    expect(Number(await countOf(page, 'pending'))).toBe(75 - executed - 3);
+    expect(await text(page, '#nav-dead-count')).toBe('3');
+    expect(await text(page, '#lateness-p50')).toMatch(/≤/);
+    expect(await page.locator('#wheel-ring path.region.full').count()).toBeGreaterThan(0);
+    expect(await page.locator('#instances tbody tr').count()).toBe(1);
+    // Each count in the types table opens those tasks.
+    expect(await text(page, `#types a[href="#/tasks?state=dead&type=${TEST_TYPE}"]`)).toBe('3');
+    await page.screenshot({ path: `${ARTIFACTS}/admin-overview.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: `${ARTIFACTS}/admin-overview-dark.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // Dead letters are one click from the overview.
+    await page.click('#state-cards [data-state="dead"]');
+    await page.locator('#tasks tbody tr').nth(2).waitFor();
+    expect(await page.locator('#tasks tbody tr .pill.state-dead').count()).toBe(3);
+    const deadId = await page.locator('#tasks tbody tr').first().getAttribute('data-id');
+    await page.click(`#tasks tbody tr[data-id="${deadId}"]`);
+    await page.waitForSelector('#last-error');
+    expect(await text(page, '#last-error')).toContain(`planned failure of task ${deadId}`);
+    await page.screenshot({ path: `${ARTIFACTS}/admin-dead-letter.png`, fullPage: true });
+
+    // The fix is out: retry it from the page and see it run.
+    t.runs.healed.add(deadId!);
+    await page.click('#details button[data-action="Retry"]');
+    await page.waitForSelector('#banner.good');
+    expect(await text(page, '#banner')).toContain(`Task ${deadId} is pending again`);
+    await page.waitForSelector('#details .pill.state-pending');
+    await t.tester.advance('2s');
+    await page.waitForSelector('#details .pill.state-executed');
+    expect(t.runs.ran.filter((id) => id === deadId)).toHaveLength(2);
+    expect((await t.get(`/admin/api/tasks/${deadId}`).expect(200)).body.task.state).toBe(
+      'executed',
+    );
+    await page.screenshot({ path: `${ARTIFACTS}/admin-retried.png`, fullPage: true });
+    expect(errorsOf(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('says the server cannot be reached, and gets there by itself once it can', async () => {
+    const page = await newPage();
+    await page.route('**/admin/api/**', (route) => route.abort('connectionrefused'));
+    await page.goto(`${base}/admin`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('#banner:not([hidden])');
+    expect(await text(page, '#banner')).toMatch(/cannot be reached.*Trying again/);
+    await page.screenshot({ path: `${ARTIFACTS}/admin-unreachable.png` });
+    await page.unroute('**/admin/api/**');
+    await page.waitForSelector('#state-cards [data-state="pending"]');
+    expect(await page.locator('#banner').isHidden()).toBe(true);
+    expect(errorsOf(page)).toEqual([]);
+    await page.close();
+  });
+});

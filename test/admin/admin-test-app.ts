@@ -1,0 +1,120 @@
+import { Injectable, Module, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { DelayedTaskHandler, DelayService } from 'nest-delay';
+import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
+import { AppModule } from '../../src/app.module.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { configureApp } from '../../src/configure-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
+export const TEST_TYPE = 'admin.test';
+
+/**
+ * The test handler's runs, by task id; a payload `{ fail: true }` makes it
+ * throw, until its id is put in `healed` (the fix deployed, say).
+ */
+export class AdminTestRuns {
+  readonly ran: string[] = [];
+  readonly healed = new Set<string>();
+}
+
+@Injectable()
+class AdminTestHandler {
+  constructor(private readonly runs: AdminTestRuns) {}
+
+  @DelayedTaskHandler(TEST_TYPE)
+  run(payload: { fail?: boolean } | null, { task }: { task: { id: string } }) {
+    this.runs.ran.push(task.id);
+    if (payload?.fail && !this.runs.healed.has(task.id))
+      throw new Error(`planned failure of task ${task.id}`);
+  }
+}
+
+/** The real AppModule over HTTP (admin API mounted by ADMIN_TOKEN), plus one test task type. */
+export interface AdminTestApp {
+  app: INestApplication;
+  clock: ManualClock;
+  tester: DelayTester;
+  delay: DelayService;
+  runs: AdminTestRuns;
+  http(): ReturnType<typeof request>;
+  /** A request with the admin token. */
+  get(path: string): request.Test;
+  post(path: string, body?: object): request.Test;
+  query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** The task's row as the table has it, to assert that nothing changed. */
+  row(id: string): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function createAdminTestApp(
+  db: TestDatabase,
+  env: Record<string, string> = { ADMIN_TOKEN },
+  { clock = new ManualClock(), logger }: { clock?: ManualClock; logger?: LoggerService } = {},
+): Promise<AdminTestApp> {
+  const config = loadConfig({ DB_POOL_SIZE: String(db.poolSize), ...env });
+  const runs = new AdminTestRuns();
+  @Module({
+    providers: [{ provide: AdminTestRuns, useValue: runs }, AdminTestHandler],
+  })
+  class AdminTestHandlers {}
+  const moduleRef = await useManualClock(
+    Test.createTestingModule({ imports: [AppModule.forRoot(config, db.url), AdminTestHandlers] }),
+    clock,
+  ).compile();
+  const app = configureApp(
+    moduleRef.createNestApplication({
+      logger: logger ?? (process.env.TEST_LOGS ? undefined : false),
+    }),
+  );
+  await app.init();
+  const http = () => request(app.getHttpServer());
+  const dataSource = app.get(DataSource);
+  const query = <T = any>(sql: string, params: unknown[] = []): Promise<T[]> =>
+    dataSource.query(sql, params);
+  return {
+    app,
+    clock,
+    tester: DelayTester.for(app),
+    delay: app.get(DelayService),
+    runs,
+    http,
+    get: (path) => http().get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
+    post: (path, body) => {
+      const req = http().post(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      return body === undefined ? req : req.send(body);
+    },
+    query,
+    async row(id) {
+      const [row] = await query(`SELECT * FROM delayed_task WHERE id = $1`, [id]);
+      return row;
+    },
+    close: () => app.close(),
+  };
+}
+
+/** A database and an admin app for the enclosing describe; read `.t` inside tests. */
+export function useAdminTestApp(
+  env?: Record<string, string>,
+  options?: { logger?: LoggerService; clock?: ManualClock },
+): { readonly t: AdminTestApp } {
+  let db: TestDatabase | undefined;
+  let app: AdminTestApp | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await createAdminTestApp(db, env, options);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+  return {
+    get t() {
+      if (!app) throw new Error('useAdminTestApp: the app exists only inside tests and hooks');
+      return app;
+    },
+  };
+}

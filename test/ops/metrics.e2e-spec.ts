@@ -1,0 +1,154 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { DelayService } from 'nest-delay';
+import { DataSource } from 'typeorm';
+import { MINUTE, useOrdersApp, type OrdersApi } from '../orders/orders-api.js';
+
+/** The value of one sample line of a scrape, `name{labels} value`; undefined if absent. */
+function sample(scrape: string, name: string, labels: Record<string, string> = {}) {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of scrape.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = match[2] ? match[2].split(',') : [];
+    if (wanted.every((label) => have.includes(label))) return Number(match[3]);
+  }
+  return undefined;
+}
+
+async function scrape(api: OrdersApi): Promise<string> {
+  const res = await api.http().get('/metrics').expect(200);
+  expect(res.headers['content-type']).toMatch(/^text\/plain/);
+  return res.text;
+}
+
+describe('/metrics', () => {
+  const ctx = useOrdersApp();
+
+  it('counts tasks scheduled and executed by type, with their lateness and claims', async () => {
+    const { api } = ctx;
+    const before = await scrape(api);
+    const scheduled0 =
+      sample(before, 'delay_tasks_scheduled_total', { type: 'order.close-unpaid' }) ?? 0;
+    await api.createOrder();
+    await api.createOrder();
+    let text = await scrape(api);
+    expect(sample(text, 'delay_tasks_scheduled_total', { type: 'order.close-unpaid' })).toBe(
+      scheduled0 + 2,
+    );
+    expect(sample(text, 'delay_wheel_tasks')).toBe(2);
+
+    // The payment timeout passes: both close, a tick (1 s) after their due time.
+    await api.advance(30 * MINUTE + 1000);
+    text = await scrape(api);
+    expect(sample(text, 'delay_tasks_executed_total', { type: 'order.close-unpaid' })).toBe(2);
+    expect(sample(text, 'delay_task_lateness_seconds_count', { type: 'order.close-unpaid' })).toBe(
+      2,
+    );
+    // Lateness buckets: none under 0.5 s, both within 2.5 s.
+    expect(
+      sample(text, 'delay_task_lateness_seconds_bucket', { type: 'order.close-unpaid', le: '0.5' }),
+    ).toBe(0);
+    expect(
+      sample(text, 'delay_task_lateness_seconds_bucket', { type: 'order.close-unpaid', le: '2.5' }),
+    ).toBe(2);
+    expect(sample(text, 'delay_claim_batch_size_sum')).toBe(2);
+    expect(sample(text, 'delay_claim_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'delay_wheel_tasks')).toBe(0);
+  });
+
+  it('counts cancelled and dead-lettered tasks', async () => {
+    const { api, t } = ctx;
+    const order = await api.createOrder();
+    await api.action(order.id, 'cancel').expect(200);
+    // A payload no retry can fix: the handler dead-letters it at once.
+    await t.app
+      .get(DelayService)
+      .schedule({ type: 'order.close-unpaid', payload: { orderId: 'nope' }, delay: 0 });
+    await t.delay.runDue();
+    const text = await scrape(api);
+    expect(sample(text, 'delay_tasks_cancelled_total', { type: 'order.close-unpaid' })).toBe(1);
+    expect(sample(text, 'delay_tasks_dead_lettered_total', { type: 'order.close-unpaid' })).toBe(1);
+  });
+
+  it('counts HTTP requests by route template and status, and has the process metrics', async () => {
+    const { api } = ctx;
+    await api.http().get('/orders/00000000-0000-4000-8000-000000000000').expect(404);
+    await api.http().get('/orders/not-a-uuid').expect(400);
+    await api.http().get('/no/such/route').expect(404);
+    const text = await scrape(api);
+    expect(
+      sample(text, 'http_requests_total', { method: 'GET', route: '/orders/:id', status: '404' }),
+    ).toBe(1);
+    expect(
+      sample(text, 'http_requests_total', { method: 'GET', route: '/orders/:id', status: '400' }),
+    ).toBe(1);
+    expect(
+      sample(text, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }),
+    ).toBe(1);
+    expect(
+      sample(text, 'http_request_duration_seconds_count', { route: '/orders/:id', status: '404' }),
+    ).toBe(1);
+    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sample(text, 'nodejs_eventloop_lag_seconds')).toBeDefined();
+    expect(sample(text, 'delay_lease_live')).toBe(1);
+    expect(sample(text, 'delay_runtime_running')).toBe(1);
+  });
+
+  it('scrapes without a single query, however many rows delayed_task holds', async () => {
+    const { api, t } = ctx;
+    await api.query(
+      `INSERT INTO delayed_task (type, payload, due_at, executed_at, created_at, updated_at)
+       SELECT 'bulk.row', 'null'::jsonb, now(), now(), now(), now() FROM generate_series(1, 20000)`,
+    );
+    // Every statement the app sends goes through its pool: count them during a scrape.
+    const pool = (t.app.get(DataSource).driver as unknown as { master: any }).master;
+    const sent: string[] = [];
+    const query = pool.query;
+    const connect = pool.connect;
+    pool.query = function (this: unknown, ...args: any[]) {
+      sent.push(String(args[0]?.text ?? args[0]));
+      return query.apply(this, args);
+    };
+    pool.connect = function (this: unknown, ...args: any[]) {
+      sent.push('connect');
+      return connect.apply(this, args);
+    };
+    try {
+      const text = await scrape(api);
+      expect(text).toContain('delay_tasks_executed_total');
+    } finally {
+      pool.query = query;
+      pool.connect = connect;
+    }
+    expect(sent).toEqual([]);
+  });
+});
+
+describe('/metrics off', () => {
+  const ctx = useOrdersApp({ METRICS_ENABLED: 'false', EVENTS_ENABLED: 'false' });
+
+  it('is not served, and orders and their tasks work the same', async () => {
+    const { api } = ctx;
+    await api.http().get('/metrics').expect(404);
+    const order = await api.createOrder();
+    await api.advance(31 * MINUTE);
+    expect((await api.get(order.id)).status).toBe('CLOSED');
+  });
+});
+
+describe('/metrics with events off', () => {
+  const ctx = useOrdersApp({ EVENTS_ENABLED: 'false' });
+
+  it('still counts tasks (metrics observe the engine directly), and emits no event', async () => {
+    const { api, t } = ctx;
+    const emitted: string[] = [];
+    const emitter = t.app.get(EventEmitter2);
+    emitter.on('delay.task.executed', () => emitted.push('delay.task.executed'));
+    emitter.on('order.created', () => emitted.push('order.created'));
+    await api.createOrder();
+    await api.advance(31 * MINUTE);
+    const text = await scrape(api);
+    expect(sample(text, 'delay_tasks_executed_total', { type: 'order.close-unpaid' })).toBe(1);
+    expect(emitted).toEqual([]);
+  });
+});
