@@ -7,7 +7,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TaskPlan } from './plan.js';
 import type { SystemName, SystemSettings } from '../systems/system.js';
-import type { StatementTime, Usage } from '../systems/sut-main.js';
+import type { ScheduleMode, StatementTime, Usage } from '../systems/sut-main.js';
 import type { BareMode } from '../systems/bare.js';
 import { REDIS_URL } from './db.js';
 
@@ -108,7 +108,7 @@ export class SystemProcess {
     return this.call('start', { system, settings });
   }
 
-  schedule(plan: TaskPlan, mode: 'one' | 'bulk'): Promise<Scheduled> {
+  schedule(plan: TaskPlan, mode: ScheduleMode): Promise<Scheduled> {
     return this.call('schedule', { plan, mode, inFlight: 50, chunk: 1000 });
   }
 

@@ -4,6 +4,7 @@
 import { num } from './format.js';
 import type { WheelFigure } from '../workloads/wheel.js';
 import type { BurstSize } from '../workloads/burst.js';
+import type { ScheduleFigure } from '../workloads/schedule.js';
 import type { DueRun } from './run-system.js';
 import type { IdleFigure } from '../workloads/idle.js';
 import type { ScaleCase } from '../workloads/scale.js';
@@ -80,6 +81,36 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
           0.4,
           '×',
           `${num(byteRatio, 2)}× (${num(w.bytesPerEntry, 0)} B vs ${num(t.bytesPerEntry, 0)} B)`,
+        ),
+      );
+    }
+  }
+  const scheduled = (results.schedule?.figures as ScheduleFigure[] | undefined)?.find(
+    (f) => f.system === 'project' && f.bare,
+  );
+  if (scheduled?.bare) {
+    const { bare } = scheduled;
+    for (const [target, api, floor, wanted] of [
+      [
+        'schedule() ≥ 0.95× a bare INSERT per call',
+        scheduled.onePerCallPerSecond,
+        bare.onePerCallPerSecond,
+        0.95,
+      ],
+      [
+        'scheduleMany() ≥ 0.85× a bare multi-row INSERT',
+        scheduled.bulkPerSecond,
+        bare.bulkPerSecond,
+        0.85,
+      ],
+    ] as const) {
+      verdicts.push(
+        atLeast(
+          target,
+          api / floor,
+          wanted,
+          '×',
+          `${num(api / floor, 2)}× (${num(api)}/s vs ${num(floor)}/s)`,
         ),
       );
     }

@@ -13,6 +13,8 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import type pg from 'pg';
+import { DataSource } from 'typeorm';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { DelayEventsBridge } from '../../src/ops/events/delay-events.bridge.js';
@@ -81,6 +83,7 @@ class BenchAppModule {
 export const createProject: SystemFactory = (settings) => {
   let app: INestApplicationContext | undefined;
   let delay: DelayService;
+  const pool = () => (app!.get(DataSource).driver as unknown as { master: pg.Pool }).master;
   const request = (task: Task) => ({
     type: TASK_TYPE,
     payload: { orderId: task.orderId },
@@ -109,6 +112,38 @@ export const createProject: SystemFactory = (settings) => {
     },
     async scheduleMany(tasks) {
       await delay.scheduleMany(tasks.map(request));
+    },
+    // The rows schedule() and scheduleMany() write (no key; leased to this
+    // instance, as the API leases what falls due within its window, so the
+    // loader leaves them alone too), by bare INSERTs on the DataSource's pool.
+    async bareScheduleOne(task) {
+      await pool().query(
+        `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+         VALUES ($1, $2::jsonb, $3, $4, $5, $6, $6)`,
+        [
+          TASK_TYPE,
+          JSON.stringify({ orderId: task.orderId }),
+          new Date(task.dueAtMs),
+          5,
+          delay.stats().instanceId,
+          new Date(),
+        ],
+      );
+    },
+    async bareScheduleMany(tasks) {
+      await pool().query(
+        `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+         SELECT $1, payload::jsonb, due_at, $4, $5, $6, $6
+         FROM unnest($2::text[], $3::timestamptz[]) AS t(payload, due_at)`,
+        [
+          TASK_TYPE,
+          tasks.map((t) => JSON.stringify({ orderId: t.orderId })),
+          tasks.map((t) => new Date(t.dueAtMs)),
+          5,
+          delay.stats().instanceId,
+          new Date(),
+        ],
+      );
     },
     async stop() {
       await app?.close();

@@ -79,23 +79,29 @@ function usage(): Usage {
   };
 }
 
+/** Through the system's API, or (`bare-`) by bare INSERTs of the same rows. */
+export type ScheduleMode = 'one' | 'bulk' | 'bare-one' | 'bare-bulk';
+
 /** Schedules the plan's tasks: one call each with `inFlight` outstanding, or bulk calls of `chunk`. */
 async function schedule(
   sut: SystemUnderTest,
   plan: TaskPlan,
-  mode: 'one' | 'bulk',
+  mode: ScheduleMode,
   inFlight: number,
   chunk: number,
 ) {
+  const bare = mode === 'bare-one' || mode === 'bare-bulk';
+  const one = bare ? sut.bareScheduleOne?.bind(sut) : sut.scheduleOne.bind(sut);
+  const many = bare ? sut.bareScheduleMany?.bind(sut) : sut.scheduleMany.bind(sut);
+  if (!one || !many) throw new Error(`this system has no bare schedule (${mode})`);
   const started = performance.now();
-  if (mode === 'bulk') {
+  if (mode === 'bulk' || mode === 'bare-bulk') {
     for (let from = 1; from <= plan.count; from += chunk)
-      await sut.scheduleMany(tasksBetween(plan, from, from + chunk - 1));
+      await many(tasksBetween(plan, from, from + chunk - 1));
   } else {
     let next = 1;
     const worker = async () => {
-      for (let id = next++; id <= plan.count; id = next++)
-        await sut.scheduleOne(tasksBetween(plan, id, id)[0]);
+      for (let id = next++; id <= plan.count; id = next++) await one(tasksBetween(plan, id, id)[0]);
     };
     await Promise.all(Array.from({ length: inFlight }, worker));
   }

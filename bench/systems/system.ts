@@ -37,6 +37,13 @@ export interface SystemUnderTest {
   scheduleOne(task: Task): Promise<void>;
   /** Schedules many tasks through the system's bulk API. */
   scheduleMany(tasks: Task[]): Promise<void>;
+  /**
+   * This project only: the same rows written by bare INSERTs on the same
+   * pool, with none of the library's work around them (the schedule
+   * workload's floor for its single and bulk APIs).
+   */
+  bareScheduleOne?(task: Task): Promise<void>;
+  bareScheduleMany?(tasks: Task[]): Promise<void>;
   stop(): Promise<void>;
 }
 

@@ -732,6 +732,59 @@ describe('scheduleMany: one result per request, in order', () => {
     await t.delay.cancel({ id: held.id });
   });
 
+  it('unkeyed requests keep their own type, attempts, payload and due time, ids in request order across a digit boundary', async () => {
+    await t.query(`SELECT setval('delayed_task_id_seq', 97)`);
+    const now = t.clock.now();
+    const requests = [
+      { type: 'test.effect', delay: '1m', payload: { n: 0 } },
+      { type: 'test.always-fails', delay: '3h', payload: { n: 1 }, maxAttempts: 2 },
+      { type: 'test.effect', delay: '2m', payload: [1, 'two'] },
+      { type: 'test.effect', delay: '90m', maxAttempts: 7 },
+    ];
+    const results = await t.delay.scheduleMany(requests);
+    expect(results.map((r) => r.id)).toEqual(['98', '99', '100', '101']);
+    const dueIn = [MINUTE, 180 * MINUTE, 2 * MINUTE, 90 * MINUTE];
+    for (const [i, result] of results.entries()) {
+      const row = await rowOf(result.id);
+      expect({
+        type: row.type,
+        payload: row.payload,
+        max_attempts: row.max_attempts,
+        due_at: row.due_at.getTime(),
+      }).toEqual({
+        type: requests[i].type,
+        payload: requests[i].payload ?? null,
+        max_attempts: requests[i].maxAttempts ?? 5,
+        due_at: now + dueIn[i],
+      });
+      expect(result).toEqual({
+        status: 'scheduled',
+        id: result.id,
+        key: null,
+        dueAt: new Date(now + dueIn[i]),
+      });
+    }
+    // Within the window (an hour) leased here and held; beyond it, neither.
+    const leased = await t.query<{ id: string; locked_by: string | null }>(
+      `SELECT id::text, locked_by FROM delayed_task WHERE id = ANY($1) ORDER BY id`,
+      [results.map((r) => r.id)],
+    );
+    expect(leased.map((r) => r.locked_by !== null)).toEqual([true, false, true, false]);
+    expect(results.map((r) => t.tester.isHeld(r.id))).toEqual([true, false, true, false]);
+    for (const result of results) await t.delay.cancel({ id: result.id });
+  });
+
+  it('schedule() without a key returns the row it wrote, as get() reads it', async () => {
+    const task = await t.delay.schedule({
+      type: 'test.effect',
+      delay: '45m',
+      payload: { z: 1, a: [true, null, 2.5], nested: { s: 'ü "q"' } },
+      maxAttempts: 3,
+    });
+    expect(await t.delay.get({ id: task.id })).toEqual(task);
+    await t.delay.cancel({ id: task.id });
+  });
+
   it('a task id beyond 2^53 round-trips exactly as a string: held, fired, cancelled by id', async () => {
     await t.query(`SELECT setval('delayed_task_id_seq', 9007199254740993)`);
     const results = await t.delay.scheduleMany([

@@ -6,7 +6,15 @@ import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
-import { insertTask, insertTasks, keyHolders } from './store/schedule-statements.js';
+import {
+  insertTask,
+  insertTasks,
+  insertUnkeyedTask,
+  insertUnkeyedTasks,
+  keyHolders,
+  newTaskRow,
+  type BulkRow,
+} from './store/schedule-statements.js';
 import {
   cancelTask,
   getTask,
@@ -56,7 +64,12 @@ export class DelayService {
     const { manager } = options;
     const nowMs = this.now();
     const lockedBy = this.policy.leaseOnWrite(req.dueAtMs, nowMs, manager !== undefined);
-    const row = await insertTask(this.db.in(manager), req, lockedBy, new Date(nowMs));
+    const now = new Date(nowMs);
+    const sql = this.db.in(manager);
+    const row =
+      req.key === null
+        ? newTaskRow(await insertUnkeyedTask(sql, req, lockedBy, now), req, lockedBy, now)
+        : await insertTask(sql, req, lockedBy, now);
     this.track(row, manager !== undefined);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
@@ -88,13 +101,17 @@ export class DelayService {
     const sql = this.db.in(manager);
     const nowMs = this.now();
     const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, manager !== undefined);
-    const rows = await insertTasks(
-      sql,
-      reqs,
-      lockedBy,
-      new Date(nowMs),
-      new Date(this.policy.horizonMs(nowMs)),
-    );
+    const now = new Date(nowMs);
+    const horizon = new Date(this.policy.horizonMs(nowMs));
+    const rows = reqs.every((req) => req.key === null)
+      ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon)).map((id, i): BulkRow => ({
+          id,
+          key: null,
+          due_at: new Date(reqs[i].dueAtMs),
+          locked_by: reqs[i].dueAtMs < horizon.getTime() ? lockedBy : null,
+          n: i + 1,
+        }))
+      : await insertTasks(sql, reqs, lockedBy, now, horizon);
     const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
     const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
     const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];

@@ -38,3 +38,8 @@ export function checkTaskId(id: unknown): TaskId {
   }
   return id;
 }
+
+/** Ids are decimal digits of bigints (no leading zeros): a shorter one is smaller. */
+export function compareIds(a: TaskId, b: TaskId): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

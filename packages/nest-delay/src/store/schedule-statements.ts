@@ -1,4 +1,5 @@
 import type { NormalizedRequest } from '../schedule-request.js';
+import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import { PENDING } from './pending.js';
 import type { Sql } from './sql.js';
@@ -35,6 +36,53 @@ export async function insertTask(
     [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
   );
   return row;
+}
+
+/**
+ * A task with no key has nothing to collide with: a plain INSERT, without
+ * the speculative insertion ON CONFLICT costs even when the key is null, and
+ * only the new id comes back (the caller knows every other column it wrote).
+ */
+export async function insertUnkeyedTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+): Promise<TaskId> {
+  const [row] = await sql.rows<{ id: TaskId }>(
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6)
+     RETURNING id`,
+    [req.type, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
+  );
+  return row.id;
+}
+
+/** The row insertUnkeyedTask wrote, as RETURNING * would have read it back. */
+export function newTaskRow(
+  id: TaskId,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+): InsertedRow {
+  return {
+    id,
+    type: req.type,
+    key: null,
+    // Parsed from the JSON sent, so the caller gets a copy, as from the database.
+    payload: JSON.parse(req.payloadJson),
+    due_at: new Date(req.dueAtMs),
+    executed_at: null,
+    cancelled_at: null,
+    dead_at: null,
+    attempts: 0,
+    max_attempts: req.maxAttempts,
+    last_error: null,
+    locked_by: lockedBy,
+    created_at: now,
+    updated_at: now,
+    inserted: true,
+  };
 }
 
 export interface InsertedRow extends TaskRow {
@@ -98,6 +146,53 @@ export function insertTasks(
       horizon,
     ],
   );
+}
+
+/**
+ * Many tasks, none with a key: one plain multi-row INSERT, returning only
+ * ids, in request order. The rows are inserted in request order (ORDER BY n)
+ * and draw their ids from the sequence in that order, so sorting the ids
+ * restores it; only tasks due before `horizon` are leased to `lockedBy`.
+ *
+ * What the client spends per row is most of what this costs beside the
+ * database's own work, so the encoding is chosen for it: due times travel as
+ * epoch milliseconds (a number, where a Date is formatted field by field),
+ * and a type or maxAttempts that every request shares travels once (an array
+ * of one, read for every row) instead of once per row.
+ */
+export async function insertUnkeyedTasks(
+  sql: Sql,
+  reqs: NormalizedRequest[],
+  lockedBy: string | null,
+  now: Date,
+  horizon: Date,
+): Promise<TaskId[]> {
+  const rows = await sql.rows<{ id: TaskId }>(
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+     SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
+            ($4::int[])[least(n, cardinality($4::int[]))],
+            CASE WHEN due_at < $7 THEN $5::text END, $6, $6
+     FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
+          LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
+     ORDER BY n
+     RETURNING id`,
+    [
+      shared(reqs, (r) => r.type),
+      reqs.map((r) => r.payloadJson),
+      reqs.map((r) => r.dueAtMs),
+      shared(reqs, (r) => r.maxAttempts),
+      lockedBy,
+      now,
+      horizon,
+    ],
+  );
+  return rows.map((row) => row.id).sort(compareIds);
+}
+
+/** `[value]` when every request has the same one, else one per request. */
+function shared<T>(reqs: NormalizedRequest[], of: (req: NormalizedRequest) => T): T[] {
+  const first = of(reqs[0]);
+  return reqs.every((req) => of(req) === first) ? [first] : reqs.map(of);
 }
 
 /**
