@@ -103,7 +103,8 @@ export class DelayService {
     const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, manager !== undefined);
     const now = new Date(nowMs);
     const horizon = new Date(this.policy.horizonMs(nowMs));
-    const rows = reqs.every((req) => req.key === null)
+    const unkeyed = reqs.every((req) => req.key === null);
+    const rows = unkeyed
       ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon)).map((id, i): BulkRow => ({
           id,
           key: null,
@@ -112,10 +113,6 @@ export class DelayService {
           n: i + 1,
         }))
       : await insertTasks(sql, reqs, lockedBy, now, horizon);
-    const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
-    const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
-    const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];
-    const holderOf = new Map(holders.map((row) => [row.key, row.id]));
     for (const row of rows) {
       if (manager && this.policy.isRunning)
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
@@ -132,9 +129,21 @@ export class DelayService {
         for (const event of events) this.observer.emit('onScheduled', event);
       });
     }
+    const scheduled = (row: BulkRow): BulkScheduleResult => ({
+      status: 'scheduled',
+      id: row.id,
+      key: row.key,
+      dueAt: row.due_at,
+    });
+    // Every unkeyed request has its row, at its own position.
+    if (unkeyed) return rows.map(scheduled);
+    const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
+    const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
+    const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];
+    const holderOf = new Map(holders.map((row) => [row.key, row.id]));
     return reqs.map((req, i): BulkScheduleResult => {
       const row = byPosition.get(i);
-      if (row) return { status: 'scheduled', id: row.id, key: row.key, dueAt: row.due_at };
+      if (row) return scheduled(row);
       const key = req.key as string;
       // Only a keyed request can be left out, and its key has a task: the one it collided with.
       const id = holderOf.get(key) as TaskId;

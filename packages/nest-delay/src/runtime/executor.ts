@@ -58,6 +58,8 @@ export class Executor implements LifecycleService {
   /** Fired ids a claim passed by once and that were put straight back (see recheck). */
   private readonly missedOnce = new Set<TaskId>();
   private inFlight = 0;
+  /** Batches taken since the executor was last idle: the ramp of batch sizes (see take). */
+  private launchedSinceIdle = 0;
   private stopped = false;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
@@ -154,11 +156,18 @@ export class Executor implements LifecycleService {
   }
 
   private take(): TaskId[] {
+    const { batchSize } = this.ctx.options;
+    const { concurrency } = this.ctx;
+    const waiting = this.queue.length - this.head;
+    // A burst (more than a full batch for every worker) starts from idle at
+    // one task a batch and doubles (1, 2, 4, ...): its first task commits
+    // after a handful of round trips, not after batchSize effects interleaved
+    // with every other worker's, and full batches follow within a few claims.
+    const ramp =
+      waiting > concurrency * batchSize ? 2 ** Math.min(this.launchedSinceIdle, 30) : batchSize;
+    this.launchedSinceIdle++;
     // Spread a small queue over all workers; cap a large one at batchSize.
-    const size = Math.min(
-      this.ctx.options.batchSize,
-      Math.max(1, Math.ceil((this.queue.length - this.head) / this.ctx.concurrency)),
-    );
+    const size = Math.min(batchSize, ramp, Math.max(1, Math.ceil(waiting / concurrency)));
     const batch = this.queue.slice(this.head, this.head + size);
     this.head += batch.length;
     if (this.head > 4096 && this.head * 2 > this.queue.length) {
@@ -191,7 +200,10 @@ export class Executor implements LifecycleService {
       if (alone) this.soloInFlight = false;
       this.pump();
       this.wake(this.roomWaiters);
-      if (this.idle) this.wake(this.idleWaiters);
+      if (this.idle) {
+        this.launchedSinceIdle = 0;
+        this.wake(this.idleWaiters);
+      }
     });
   }
 
