@@ -34,15 +34,15 @@ export interface ClaimRow extends TaskRow {
  * Last, the session gets Postgres-side limits for the rest of the
  * transaction, so that even a frozen process cannot hold these locks forever.
  */
-export function claimTasks(
+export async function claimTasks(
   sql: Sql,
   ids: TaskId[],
   now: Date,
   attemptId: string,
   alone: boolean,
   backstopMs: number,
-) {
-  return sql.rows<ClaimRow>(
+): Promise<ClaimRow[]> {
+  const rows = await sql.rows<Wire<ClaimRow>>(
     `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3
        RETURNING pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')})
@@ -92,7 +92,12 @@ export function claimTasks(
              ELSE t.last_error END,
            updated_at = $2
        FROM marked m WHERE t.id = m.id
-       RETURNING t.*, NOT (m.suspect AND NOT $4) AS claimed
+       RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error,
+                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
+                 ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
+                 ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
+                 ${epochMs('t.interrupted_at')} AS interrupted_at,
+                 NOT (m.suspect AND NOT $4) AS claimed
      ), limits AS (
        SELECT set_config('statement_timeout', $5, true),
               set_config('idle_in_transaction_session_timeout', $5, true)
@@ -100,6 +105,42 @@ export function claimTasks(
      SELECT updated.* FROM updated, limits`,
     [ids, now, attemptId, alone, String(backstopMs)],
   );
+  return rows.map(fromWire);
+}
+
+/**
+ * Timestamps leave Postgres as epoch milliseconds: parsing `pg`'s text form
+ * (three regular expressions per value) was ~6% of a burst's CPU, at five
+ * timestamps per claimed row.
+ */
+const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+type Wire<T> = {
+  [K in keyof T]: T[K] extends Date ? number : T[K] extends Date | null ? number | null : T[K];
+};
+
+const toDate = (ms: number) => new Date(Math.floor(ms));
+const toDateOrNull = (ms: number | null) => (ms === null ? null : toDate(ms));
+
+function fromWire(row: Wire<ClaimRow>): ClaimRow {
+  return {
+    id: row.id,
+    type: row.type,
+    key: row.key,
+    payload: row.payload,
+    due_at: toDate(row.due_at),
+    executed_at: toDateOrNull(row.executed_at),
+    cancelled_at: toDateOrNull(row.cancelled_at),
+    dead_at: toDateOrNull(row.dead_at),
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    last_error: row.last_error,
+    locked_by: row.locked_by,
+    created_at: toDate(row.created_at),
+    updated_at: toDate(row.updated_at),
+    interrupted_at: toDateOrNull(row.interrupted_at),
+    claimed: row.claimed,
+  };
 }
 
 /** After a failed attempt (its savepoint rolled back): pending again, due at `dueAt`. */
