@@ -649,6 +649,34 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     await t.delay.cancel({ id: tasks[4].id });
   });
 
+  it('a handler that only hid a failed statement: COMMIT rolled back, the batch reran fenced', async () => {
+    await t.quiesce();
+    const due = t.clock.now() + MINUTE;
+    const tasks = [];
+    for (let i = 0; i < 3; i++) {
+      tasks.push(
+        await t.delay.schedule({
+          // Last: nothing after it in the batch fails, so only COMMIT can tell.
+          type: i === 2 ? 'test.swallows-db-error' : 'test.effect',
+          runAt: due,
+        }),
+      );
+    }
+    const before = t.delay.stats();
+    const report = await t.tester.advance('1m');
+    const after = t.delay.stats();
+    expect(after.batches - before.batches).toBe(1);
+    expect(after.reruns - before.reruns).toBe(1);
+    expect(report).toMatchObject({ executed: 2, failed: 1 });
+    expect(await Promise.all(tasks.map((task) => effects(task.id)))).toEqual([1, 1, 0]);
+    expect(await t.delay.get({ id: tasks[2].id })).toMatchObject({
+      state: 'pending',
+      attempts: 1,
+      lastError: expect.stringContaining('left its transaction aborted'),
+    });
+    await t.delay.cancel({ id: tasks[2].id });
+  });
+
   it('dead-letters a due task whose type no handler here knows, with a clear last_error', async () => {
     const [{ id }] = await t.query<{ id: string }>(
       `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)

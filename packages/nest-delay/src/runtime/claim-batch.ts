@@ -121,7 +121,9 @@ export class ClaimBatch {
         await runner.rollbackTransaction();
         return outcomes;
       }
-      await runner.commitTransaction();
+      // A handler may have swallowed a database error: then COMMIT rolls
+      // everything back instead, and the batch runs again fenced.
+      if (!(await connection.commit())) return new Redo(new Map());
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred: rows.filter((row) => !row.claimed).map((row) => row.id),
@@ -157,13 +159,6 @@ export class ClaimBatch {
         // Its outcome could not be written: it left the transaction aborted.
         return new Redo(new Map([[row.id, leftAborted(error)]]));
       }
-    }
-    // A handler may have swallowed a database error; COMMIT would then quietly
-    // roll everything back. A statement that fails on an aborted transaction tells.
-    try {
-      await connection.sql.rows('SELECT 1', []);
-    } catch {
-      return new Redo(new Map());
     }
     return outcomes;
   }
