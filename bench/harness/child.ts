@@ -121,8 +121,8 @@ export class SystemProcess {
     return this.call('statementTimes', {});
   }
 
-  /** Usage after a full garbage collection. */
-  settledUsage(): Promise<Usage> {
+  /** Usage after full garbage collections and a low-memory one (which shrinks the young generation). */
+  settledUsage(): Promise<Usage & { rssAfterFullGc: number }> {
     return this.call('gc', {});
   }
 

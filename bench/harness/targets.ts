@@ -1,7 +1,7 @@
 /**
  * The project's targets, judged from one run's figures: met, or missed by how much.
  */
-import { num } from './format.js';
+import { mib, num } from './format.js';
 import type { WheelFigure } from '../workloads/wheel.js';
 import type { BurstSize } from '../workloads/burst.js';
 import type { ScheduleFigure } from '../workloads/schedule.js';
@@ -269,9 +269,22 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
         ),
       );
   }
-  const idle = (results.idle?.figures as IdleFigure[] | undefined)?.find(
-    (f) => f.system === 'project',
-  );
+  const idleFigures = results.idle?.figures as IdleFigure[] | undefined;
+  const idle = idleFigures?.find((f) => f.system === 'project');
+  const nestFloor = idleFigures?.find((f) => f.system === 'nest-floor');
+  if (idle && nestFloor) {
+    // The library's own share: Nest + TypeORM alone sit 25–30 MiB above a bare pg process.
+    const over = (idle.rssBytes - nestFloor.rssBytes) / 2 ** 20;
+    verdicts.push(
+      atMost(
+        'Idle: RSS at rest ≤ the Nest + TypeORM floor + 10 MiB',
+        over,
+        10,
+        ' MiB',
+        `${mib(idle.rssBytes)} vs floor ${mib(nestFloor.rssBytes)} (${num(over, 1)} MiB over)`,
+      ),
+    );
+  }
   if (idle) {
     verdicts.push(
       atMost(

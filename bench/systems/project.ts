@@ -15,13 +15,7 @@ import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type pg from 'pg';
 import { DataSource } from 'typeorm';
-import { EventEmitterModule } from '@nestjs/event-emitter';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
-import { DelayEventsBridge } from '../../src/ops/events/delay-events.bridge.js';
-import { OpsEventsModule } from '../../src/ops/events/ops-events.module.js';
-import { combineObservers } from '../../src/ops/delay-observer.js';
-import { MetricsModule } from '../../src/ops/metrics/metrics.module.js';
-import { TaskMetrics } from '../../src/ops/metrics/task-metrics.js';
 import { DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
@@ -42,9 +36,40 @@ class BenchHandlers {
   ballast(): void {}
 }
 
+/**
+ * The app's observability (src/ops, and through it @nestjs/swagger,
+ * prom-client, EventEmitter2) is imported only when it is on: loaded, it
+ * holds ~5 MB of heap and 6–10 MB of RSS at rest, which a run without it
+ * must not be charged.
+ */
+async function observedDelayModule(options: object): Promise<DynamicModule[]> {
+  const [{ EventEmitterModule }, events, bridge, observer, metricsModule, metrics] =
+    await Promise.all([
+      import('@nestjs/event-emitter'),
+      import('../../src/ops/events/ops-events.module.js'),
+      import('../../src/ops/events/delay-events.bridge.js'),
+      import('../../src/ops/delay-observer.js'),
+      import('../../src/ops/metrics/metrics.module.js'),
+      import('../../src/ops/metrics/task-metrics.js'),
+    ]);
+  type Bridge = InstanceType<typeof bridge.DelayEventsBridge>;
+  type Metrics = InstanceType<typeof metrics.TaskMetrics>;
+  return [
+    EventEmitterModule.forRoot(),
+    DelayModule.forRootAsync({
+      imports: [events.OpsEventsModule, metricsModule.MetricsModule],
+      inject: [bridge.DelayEventsBridge, metrics.TaskMetrics],
+      useFactory: (delayEvents: Bridge, taskMetrics: Metrics) => ({
+        ...options,
+        observer: observer.combineObservers([taskMetrics, delayEvents]),
+      }),
+    }),
+  ];
+}
+
 @Module({})
 class BenchAppModule {
-  static forRoot(settings: SystemSettings): DynamicModule {
+  static async forRoot(settings: SystemSettings): Promise<DynamicModule> {
     const options = {
       tickMs: settings.tickMs ?? 1000,
       concurrency: settings.concurrency,
@@ -61,19 +86,7 @@ class BenchAppModule {
           }),
           retryAttempts: 0,
         }),
-        ...(settings.observe
-          ? [
-              EventEmitterModule.forRoot(),
-              DelayModule.forRootAsync({
-                imports: [OpsEventsModule, MetricsModule],
-                inject: [DelayEventsBridge, TaskMetrics],
-                useFactory: (bridge: DelayEventsBridge, metrics: TaskMetrics) => ({
-                  ...options,
-                  observer: combineObservers([metrics, bridge]),
-                }),
-              }),
-            ]
-          : [DelayModule.forRoot(options)]),
+        ...(settings.observe ? await observedDelayModule(options) : [DelayModule.forRoot(options)]),
       ],
       providers: [BenchHandlers],
     };
@@ -91,7 +104,7 @@ export const createProject: SystemFactory = (settings) => {
   });
   return {
     async start() {
-      app = await NestFactory.createApplicationContext(BenchAppModule.forRoot(settings), {
+      app = await NestFactory.createApplicationContext(await BenchAppModule.forRoot(settings), {
         logger: ['error', 'warn'],
       });
       delay = app.get(DelayService);

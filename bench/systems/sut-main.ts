@@ -5,6 +5,7 @@
  * first words) from send to reply, so a run can show where its connections'
  * time went.
  */
+import { Session } from 'node:inspector';
 import pg from 'pg';
 import { tasksBetween, type TaskPlan } from '../harness/plan.js';
 import { runBare, type BareMode } from './bare.js';
@@ -57,11 +58,15 @@ async function load(system: SystemName, settings: SystemSettings): Promise<Syste
       return (await import('./cron-scan.js')).createCronScan(settings);
     case 'timeout-floor':
       return (await import('./timeout-floor.js')).createTimeoutFloor(settings);
+    case 'nest-floor':
+      return (await import('./nest-floor.js')).createNestFloor(settings);
   }
 }
 
 export interface Usage {
   rss: number;
+  /** settledUsage only: RSS after the forced full GCs, before the low-memory one. */
+  rssAfterFullGc?: number;
   maxRss: number;
   heapUsed: number;
   cpuMs: number;
@@ -77,6 +82,25 @@ function usage(): Usage {
     cpuMs: (cpu.user + cpu.system) / 1000,
     statements,
   };
+}
+
+/**
+ * V8's low-memory GC, the one the inspector's "collect garbage" runs. Forced
+ * full GCs (`gc()`) leave the young generation at whatever size the last
+ * allocation burst grew it to (up to 32 MiB of RSS here) until V8's memory
+ * reducer shrinks it on its own timer, if ever; this one shrinks it now, so
+ * RSS at rest compares across systems and runs.
+ */
+async function lowMemoryGc(): Promise<void> {
+  const session = new Session();
+  session.connect();
+  try {
+    await new Promise<void>((resolve, reject) =>
+      session.post('HeapProfiler.collectGarbage', (error) => (error ? reject(error) : resolve())),
+    );
+  } finally {
+    session.disconnect();
+  }
 }
 
 /** Through the system's API, or (`bare-`) by bare INSERTs of the same rows. */
@@ -132,7 +156,9 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   },
   async gc() {
     for (let i = 0; i < 3; i++) global.gc?.();
-    return usage();
+    const rssAfterFullGc = usage().rss;
+    await lowMemoryGc();
+    return { ...usage(), rssAfterFullGc };
   },
   async bare({
     url,

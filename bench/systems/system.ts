@@ -5,7 +5,13 @@
 import type { Task } from '../harness/plan.js';
 
 export type SystemName =
-  'project' | 'bullmq' | 'pg-boss' | 'graphile-worker' | 'cron-scan' | 'timeout-floor';
+  | 'project'
+  | 'bullmq'
+  | 'pg-boss'
+  | 'graphile-worker'
+  | 'cron-scan'
+  | 'timeout-floor'
+  | 'nest-floor';
 
 export interface SystemSettings {
   databaseUrl: string;
@@ -56,5 +62,6 @@ export function label(system: SystemName, tickMs?: number, observe?: boolean): s
   if (system === 'project')
     return `this project (${tickMs === undefined || tickMs >= 1000 ? `${(tickMs ?? 1000) / 1000} s` : `${tickMs} ms`} tick${observe ? ', metrics + events on' : ''})`;
   if (system === 'timeout-floor') return 'floor: a bare setTimeout per task';
+  if (system === 'nest-floor') return 'floor: Nest + TypeORM, no DelayModule';
   return system;
 }

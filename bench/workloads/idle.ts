@@ -1,7 +1,9 @@
 /**
  * `idle`: 50,000 tasks due in an hour, then 30 s measured while nothing is
  * due: statements the system sent to Postgres, CPU seconds and RSS of its
- * process (each system runs in a child process of its own).
+ * process (each system runs in a child process of its own). This project runs
+ * at its 1 s and at a 100 ms tick; the Nest + TypeORM app without DelayModule
+ * runs too, as the floor under this project's RSS.
  *
  * Statements come from pg_stat_statements when the server has it loaded,
  * otherwise from a counter wrapped around `pg`'s Client#query in the child
@@ -27,6 +29,7 @@ import { label, PEERS, type SystemName } from '../systems/system.js';
 
 export interface IdleFigure {
   system: SystemName;
+  tickMs?: number;
   label: string;
   pending: number;
   seconds: number;
@@ -35,7 +38,10 @@ export interface IdleFigure {
   xactCommitPerSecond: number;
   redisCommandsPerSecond: number | null;
   cpuSeconds: number;
+  /** After full GCs and V8's low-memory GC (young generation shrunk). */
   rssBytes: number;
+  /** After the full GCs alone: the young generation as the last allocation burst left it. */
+  rssAfterFullGcBytes?: number;
 }
 
 async function statementsViaExtension(url: string): Promise<number | null> {
@@ -66,13 +72,13 @@ async function redisCommands(redis: Redis): Promise<number> {
 }
 
 async function measure(
-  system: SystemName,
+  { system, tickMs }: { system: SystemName; tickMs?: number },
   pending: number,
   seconds: number,
   database: string,
 ): Promise<IdleFigure> {
   const url = await freshDatabase(database);
-  const { sut } = await SystemProcess.launch(system, url);
+  const { sut } = await SystemProcess.launch(system, url, { tickMs });
   const redis = new Redis(REDIS_URL);
   try {
     return await withClient(SERVER_URL, async (server) => {
@@ -84,7 +90,7 @@ async function measure(
         await xactCommit(server, database),
         await redisCommands(redis),
       ];
-      await sleepWithBar(`${label(system)} idle`, seconds * 1000);
+      await sleepWithBar(`${label(system, tickMs)} idle`, seconds * 1000);
       const [u1, x1, r1] = [
         await sut.usage(),
         await xactCommit(server, database),
@@ -96,7 +102,8 @@ async function measure(
       const statements = viaExtension ? extension1 - extension0 - 2 : u1.statements - u0.statements;
       const figure: IdleFigure = {
         system,
-        label: label(system),
+        tickMs,
+        label: label(system, tickMs),
         pending,
         seconds,
         statementSource: viaExtension ? 'pg_stat_statements' : 'pg driver',
@@ -105,6 +112,7 @@ async function measure(
         redisCommandsPerSecond: system === 'bullmq' ? round((r1 - r0 - 1) / seconds, 2) : null,
         cpuSeconds: round((u1.cpuMs - u0.cpuMs) / 1000, 3),
         rssBytes: settled.rss,
+        rssAfterFullGcBytes: settled.rssAfterFullGc,
       };
       log(
         `  ${figure.label}: ${num(figure.statementsPerSecond)} statements/s, ${figure.cpuSeconds} CPU s`,
@@ -123,13 +131,19 @@ export const idle: Workload<{ figures: IdleFigure[] }> = {
   title: 'Idle: 50,000 tasks due in an hour, 30 s measured',
   async run(ctx: RunContext) {
     const figures: IdleFigure[] = [];
-    for (const system of ['project', ...PEERS] as SystemName[]) {
+    const variants: Array<{ system: SystemName; tickMs?: number }> = [
+      { system: 'project', tickMs: 1000 },
+      { system: 'project', tickMs: 100 },
+      ...PEERS.map((system) => ({ system })),
+      { system: 'nest-floor' },
+    ];
+    for (const variant of variants) {
       figures.push(
         await measure(
-          system,
+          variant,
           ctx.size(50_000, 5_000),
           ctx.size(30, 5),
-          ctx.database(`idle_${system.replace('-', '_')}`),
+          ctx.database(`idle_${variant.system.replace('-', '_')}`),
         ),
       );
     }
@@ -145,7 +159,8 @@ export const idle: Workload<{ figures: IdleFigure[] }> = {
           'xact_commit/s',
           'Redis commands/s',
           `CPU s in ${figures[0]?.seconds ?? 30} s`,
-          'RSS',
+          'RSS at rest',
+          'RSS after full GC',
         ],
         figures.map((f) => [
           f.label,
@@ -154,9 +169,12 @@ export const idle: Workload<{ figures: IdleFigure[] }> = {
           f.redisCommandsPerSecond,
           f.cpuSeconds,
           mib(f.rssBytes),
+          f.rssAfterFullGcBytes === undefined ? '—' : mib(f.rssAfterFullGcBytes),
         ]),
       ) +
-      `\n\nStatements counted by: ${source}. xact_commit from pg_stat_database (flushed by the server with up to ~1 s delay).`
+      `\n\nStatements counted by: ${source}. xact_commit from pg_stat_database (flushed by the server with up to ~1 s delay). ` +
+      `RSS at rest: after full GCs and V8's low-memory GC, which also shrinks the young generation; ` +
+      `after full GCs alone it keeps whatever size the last allocation burst grew it to (up to 32 MiB), which varies from run to run.`
     );
   },
 };

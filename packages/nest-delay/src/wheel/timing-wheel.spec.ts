@@ -82,6 +82,24 @@ describe('TimingWheel', () => {
     expect(wheel.get('1')?.value).toBe('string');
   });
 
+  it('keeps the first value stored after many bare entries, across growth and clear', () => {
+    const wheel = new TimingWheel<string | undefined>({ tickMs: 10, slots: 8, startMs: 0 });
+    for (let id = 1; id <= 40; id++) wheel.add(id, 10 * id, undefined);
+    wheel.add(41, 5, 'late value');
+    for (let id = 42; id <= 80; id++) wheel.add(id, 10 * id, undefined);
+    expect(wheel.get(41)).toEqual({ dueAtMs: 5, value: 'late value' });
+    expect(wheel.get(80)).toEqual({ dueAtMs: 800, value: undefined });
+    expect(wheel.advance(10)).toEqual([
+      { id: 41, dueAtMs: 5, value: 'late value', tick: 1 },
+      { id: 1, dueAtMs: 10, value: undefined, tick: 1 },
+    ]);
+    wheel.add(2, 20, 'replaced');
+    expect(wheel.get(2)?.value).toBe('replaced');
+    wheel.clear();
+    wheel.add(3, 30, undefined);
+    expect(wheel.get(3)).toEqual({ dueAtMs: 30, value: undefined });
+  });
+
   it('an entry already past due fires on the next advance, even within the same tick', () => {
     const wheel = new TimingWheel<string>({ tickMs: 10, slots: 8, startMs: 1_000 });
     wheel.add('past', 900, 'p');
