@@ -2,6 +2,7 @@
  * The project's targets, judged from one run's figures: met, or missed by how much.
  */
 import { mib, num } from './format.js';
+import { PEERS, type SystemName } from '../systems/system.js';
 import type { WheelFigure } from '../workloads/wheel.js';
 import type { BurstSize } from '../workloads/burst.js';
 import type { ScheduleFigure } from '../workloads/schedule.js';
@@ -272,6 +273,24 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
   const idleFigures = results.idle?.figures as IdleFigure[] | undefined;
   const idle = idleFigures?.find((f) => f.system === 'project');
   const nestFloor = idleFigures?.find((f) => f.system === 'nest-floor');
+  const peers = (idleFigures ?? []).filter((f) => PEERS.includes(f.system as SystemName));
+  if (idle && peers.length > 0) {
+    const best = peers.reduce((a, b) => (b.rssBytes < a.rssBytes ? b : a));
+    const over = (idle.rssBytes - best.rssBytes) / 2 ** 20;
+    const verdict = atMost(
+      'Idle: RSS at rest within 10 MiB of the best peer',
+      over,
+      10,
+      ' MiB',
+      `${mib(idle.rssBytes)} vs ${best.system} ${mib(best.rssBytes)} (${num(over, 1)} MiB over)`,
+    );
+    // Why, in numbers: how much of the gap an app with no DelayModule already has.
+    if (!verdict.met && nestFloor) {
+      const floorOver = (nestFloor.rssBytes - best.rssBytes) / 2 ** 20;
+      verdict.missedBy += `; Nest + TypeORM alone, no DelayModule, is ${num(floorOver, 1)} MiB over ${best.system}`;
+    }
+    verdicts.push(verdict);
+  }
   if (idle && nestFloor) {
     // The library's own share: Nest + TypeORM alone sit 25–30 MiB above a bare pg process.
     const over = (idle.rssBytes - nestFloor.rssBytes) / 2 ** 20;
