@@ -155,3 +155,23 @@ describe('a handler that swallows a database error, then returns an outcome', ()
     expect(failed!.lastError).toMatch(/left its transaction aborted/);
   });
 });
+
+describe('an instance id that needs quoting', () => {
+  // The note is sent with the claim's BEGIN as one script, its values quoted in.
+  const instanceId = `o'brien \\ "1"; DROP TABLE delayed_task; --`;
+  const app = useDelayTestApp({ instanceId });
+
+  it('notes and claims as any other: the task runs once under that id', async () => {
+    const { t } = app;
+    const task = await t.delay.schedule({ type: 'test.effect', delay: '1s' });
+    const report = await t.tester.advance('1s');
+    expect(report.executed).toBe(1);
+    expect(await t.effects(task.id)).toBe(1);
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'executed' });
+    // The lease row holds the exact id, and the table the script could have dropped is there.
+    const rows = await t.query<{ id: string }>(`SELECT id FROM delay_instance WHERE id = $1`, [
+      instanceId,
+    ]);
+    expect(rows).toEqual([{ id: instanceId }]);
+  });
+});

@@ -62,6 +62,8 @@ export interface ClaimPlan {
   attemptId: string;
   /** A claim of one task whose last attempt was cut off: the only kind that may claim such a task. */
   alone: boolean;
+  /** The connection is already inside the claim's transaction (begun with the note). */
+  begun?: boolean;
 }
 
 /**
@@ -87,7 +89,12 @@ export class ClaimBatch {
     // feel as lateness; a failure costs one rollback, never a second run.
     const first = await this.transaction(connection, ids, plan, undefined);
     if (!(first instanceof Redo)) return first;
-    const result = await this.transaction(connection, ids, plan, first.failures);
+    const result = await this.transaction(
+      connection,
+      ids,
+      { ...plan, begun: false },
+      first.failures,
+    );
     if (result instanceof Redo) throw new Error('a fenced batch cannot be redone');
     return { ...result, rerun: true };
   }
@@ -100,7 +107,7 @@ export class ClaimBatch {
     known: Map<TaskId, unknown> | undefined,
   ): Promise<BatchResult | Redo> {
     const { runner, sql } = connection;
-    await runner.startTransaction();
+    if (!plan.begun) await runner.startTransaction();
     try {
       const rows = await claimTasks(
         sql,

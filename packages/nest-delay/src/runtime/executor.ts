@@ -2,7 +2,11 @@ import type { TaskId } from '../task.types.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { retryDelayMs } from '../delay.options.js';
-import { chargeTimedOut, forgetAttempts, recordAttempt } from '../store/attempt-statements.js';
+import {
+  chargeTimedOut,
+  forgetAttempts,
+  recordAttemptAndBegin,
+} from '../store/attempt-statements.js';
 import { findPendingByIds } from '../store/claim-statements.js';
 import { claimConnection, type ClaimConnection, type Sql } from '../store/sql.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
@@ -225,10 +229,16 @@ export class Executor implements LifecycleService {
         const stale = this.unforgotten.splice(0);
         await forgetAttempts(connection.sql, stale).catch(() => this.unforgotten.push(...stale));
       }
-      // Committed before the claim begins: survives the claim if it never commits.
-      attemptId = await recordAttempt(connection.sql, ctx.options.instanceId, ids, new Date(nowMs));
+      // Committed before the claim begins (in the same round trip as its
+      // BEGIN): survives the claim if it never commits.
+      attemptId = await recordAttemptAndBegin(
+        connection,
+        ctx.options.instanceId,
+        ids,
+        new Date(nowMs),
+      );
       this.connections.set(connection, attemptId);
-      result = await this.batch.run(connection, ids, { nowMs, attemptId, alone });
+      result = await this.batch.run(connection, ids, { nowMs, attemptId, alone, begun: true });
     } catch (error) {
       if (error instanceof HandlerCutOff && attemptId !== undefined && !this.stopped) {
         await this.chargeCutOff(error, attemptId, ids);

@@ -5,6 +5,15 @@ import { PeriodicRound } from './periodic-round.js';
 
 /** Rows one statement deletes: small enough to hold few locks for a few milliseconds. */
 const PRUNE_BATCH = 1000;
+/**
+ * After each full batch the pruner rests this many times as long as the
+ * batch took: a quarter of the database's time at most, so a backlog of
+ * millions (a first prune, retention shortened) does not crowd the claims
+ * (deleting flat out, the bench's spread p99 rose by half on 2 cores). It
+ * still deletes tens of thousands of rows a second, far beyond what any
+ * steady rate of new tasks leaves behind.
+ */
+const REST_PER_BATCH = 3;
 
 /**
  * Deletes finished tasks once they are older than the retention (executed
@@ -64,10 +73,15 @@ export class Pruner implements LifecycleService {
       options.keepFinishedMs === null ? null : new Date(nowMs - options.keepFinishedMs);
     const deadBefore = options.keepDeadMs === null ? null : new Date(nowMs - options.keepDeadMs);
     for (;;) {
+      const startedAt = performance.now();
       const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
       this.pruned += deleted;
       // Fewer than a batch of each kind: nothing is left.
       if (deleted < PRUNE_BATCH || this.stopping) return;
+      // Wall time, not the app's clock: this paces work, it schedules nothing.
+      const restMs = (performance.now() - startedAt) * REST_PER_BATCH;
+      await new Promise((resolve) => setTimeout(resolve, restMs));
+      if (this.stopping) return;
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { TaskId } from '../task.types.js';
 import { pendingIn } from './pending.js';
-import type { Sql } from './sql.js';
+import type { ClaimConnection, Sql } from './sql.js';
 
 /**
  * Advisory lock keys of attempts: a class of their own (the two-int form,
@@ -16,7 +16,8 @@ export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int
  * and once the session is gone (the process died, or the claim was cut off)
  * the note is a dead attempt that the next claim of each task charges (see
  * claimTasks). The claim deletes the note and drops the lock in its own
- * statement. Returns the note's id.
+ * statement. Returns the note's id. (Claims send it with their BEGIN, in
+ * recordAttemptAndBegin; this form is for a note on its own.)
  */
 export async function recordAttempt(
   sql: Sql,
@@ -24,21 +25,51 @@ export async function recordAttempt(
   ids: TaskId[],
   now: Date,
 ): Promise<string> {
+  const [row] = await sql.rows<{ id: string }>(noteStatement('$1', '$2::bigint[]', '$3'), [
+    instanceId,
+    ids,
+    now,
+  ]);
+  return row.id;
+}
+
+/**
+ * recordAttempt and the claim's BEGIN in one round trip: the note commits in
+ * a transaction of its own (BEGIN … COMMIT: a statement before a BEGIN in the
+ * same message would join its transaction instead), then the claim's
+ * transaction begins. A script takes no parameters, so the values are
+ * quoted into it: the instance id by pg's own quoting, ids checked as digits,
+ * the time as an ISO literal.
+ */
+export async function recordAttemptAndBegin(
+  connection: ClaimConnection,
+  instanceId: string,
+  ids: TaskId[],
+  now: Date,
+): Promise<string> {
+  for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not a task id: ${id}`);
+  const note = noteStatement(
+    connection.literal(instanceId),
+    `'{${ids.join(',')}}'::bigint[]`,
+    `'${now.toISOString()}'::timestamptz`,
+  );
+  const results = await connection.beginAfter(`BEGIN; ${note}; COMMIT`);
+  return (results[1][0] as { id: string }).id;
+}
+
+/** The note's one statement, given its three values as SQL. */
+function noteStatement(instanceId: string, ids: string, now: string): string {
   // Committed without waiting for the WAL flush: the note matters only if the
   // app dies while Postgres lives on (and flushes it within milliseconds); if
   // Postgres itself crashes, the claims die with it and nothing is to charge.
-  const [row] = await sql.rows<{ id: string }>(
-    `WITH async AS (
+  return `WITH async AS (
        SELECT set_config('synchronous_commit', 'off', true)
      ), noted AS (
        INSERT INTO delay_attempt (instance_id, task_ids, started_at, recorded_at)
-       SELECT $1, $2::bigint[], $3, now() FROM async
+       SELECT ${instanceId}, ${ids}, ${now}, now() FROM async
        RETURNING id
      )
-     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}) FROM noted`,
-    [instanceId, ids, now],
-  );
-  return row.id;
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}) FROM noted`;
 }
 
 /**

@@ -9,6 +9,7 @@ export interface Sql {
 /** What `pg` hands back: the rows of any statement, RETURNING included, and its command tag. */
 interface PgClient {
   query(text: string, params: unknown[] | undefined): Promise<{ rows: unknown[]; command: string }>;
+  escapeLiteral(value: string): string;
 }
 
 /**
@@ -100,6 +101,15 @@ export interface ClaimConnection {
    */
   commit(): Promise<boolean>;
   /**
+   * Sends `script` (statements without parameters, their values quoted in)
+   * and a BEGIN after it, in one round trip, and leaves the runner inside
+   * that transaction as startTransaction would (its events included).
+   * Returns the rows of each statement, BEGIN's last.
+   */
+  beginAfter(script: string): Promise<unknown[][]>;
+  /** `value` as a SQL string literal, quoted by pg. */
+  literal(value: string): string;
+  /**
    * Destroys the connection now, whatever it is doing: the server rolls its
    * transaction back, exactly as a crash would. For handlers that will not return.
    */
@@ -130,6 +140,25 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       );
       return committed;
     },
+    async beginAfter(script) {
+      // The runner's books, as its startTransaction leaves them.
+      const books = runner as unknown as { isTransactionActive: boolean; transactionDepth: number };
+      books.isTransactionActive = true;
+      await runner.broadcaster.broadcast('BeforeTransactionStart');
+      let results: Array<{ rows: unknown[] }>;
+      try {
+        const reply = await client.query(`${script}; BEGIN`, undefined);
+        // pg answers a script of several statements with one result each.
+        results = Array.isArray(reply) ? reply : [reply];
+      } catch (error) {
+        books.isTransactionActive = false;
+        throw error;
+      }
+      books.transactionDepth = 1;
+      await runner.broadcaster.broadcast('AfterTransactionStart');
+      return results.map((result) => result.rows);
+    },
+    literal: (value) => client.escapeLiteral(value),
     cutOff() {
       if (runner.isReleased) return;
       // Closing the client ends the server session (its transaction rolls
