@@ -7,8 +7,7 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { dataSourceOptions } from '../../src/database/data-source-options.js';
+import { benchTypeOrm } from './bench-typeorm.js';
 import type { SystemFactory, SystemSettings } from './system.js';
 
 @Module({})
@@ -16,16 +15,7 @@ class FloorAppModule {
   static forRoot(settings: SystemSettings): DynamicModule {
     return {
       module: FloorAppModule,
-      imports: [
-        TypeOrmModule.forRoot({
-          ...dataSourceOptions({
-            url: settings.databaseUrl,
-            poolSize: settings.poolSize,
-            migrationsRun: true,
-          }),
-          retryAttempts: 0,
-        }),
-      ],
+      imports: [benchTypeOrm(settings)],
     };
   }
 }

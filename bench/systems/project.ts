@@ -12,14 +12,13 @@ import {
   type INestApplicationContext,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import type pg from 'pg';
 import { DataSource } from 'typeorm';
-import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import { TASK_TYPE } from '../harness/project-db.js';
+import { benchTypeOrm } from './bench-typeorm.js';
 import type { SystemFactory, SystemSettings } from './system.js';
 
 const BALLAST_TYPE = 'bench.ballast';
@@ -78,14 +77,7 @@ class BenchAppModule {
     return {
       module: BenchAppModule,
       imports: [
-        TypeOrmModule.forRoot({
-          ...dataSourceOptions({
-            url: settings.databaseUrl,
-            poolSize: settings.poolSize,
-            migrationsRun: true,
-          }),
-          retryAttempts: 0,
-        }),
+        benchTypeOrm(settings),
         ...(settings.observe ? await observedDelayModule(options) : [DelayModule.forRoot(options)]),
       ],
       providers: [BenchHandlers],
