@@ -109,7 +109,7 @@ export class DelayService {
           id,
           key: null,
           due_at: new Date(reqs[i].dueAtMs),
-          locked_by: reqs[i].dueAtMs < horizon.getTime() ? lockedBy : null,
+          locked_by: this.policy.isWithinWindow(reqs[i].dueAtMs, nowMs) ? lockedBy : null,
           n: i + 1,
         }))
       : await insertTasks(sql, reqs, lockedBy, now, horizon);

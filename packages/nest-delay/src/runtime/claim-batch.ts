@@ -12,6 +12,7 @@ import {
 import type { ClaimConnection } from '../store/sql.js';
 import { toTask, type TaskRow } from '../store/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
+import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext } from './delay-context.js';
 import { HandlerCutOff, withDeadline } from './handler-deadline.js';
@@ -416,9 +417,4 @@ const EXHAUSTED = Symbol('exhausted');
 
 function scopeOf(row: TaskRow): CurrentTask {
   return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
-}
-
-/** Ids are decimal digits of bigints: a shorter one is smaller. */
-function compareIds(a: TaskId, b: TaskId): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
