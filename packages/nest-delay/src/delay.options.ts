@@ -42,7 +42,11 @@ export interface RetentionPolicy {
 }
 
 export interface DelayModuleOptions {
-  /** Length of one wheel tick (default 1000 ms): the timing resolution. */
+  /**
+   * Length of one wheel tick (default 1000 ms): how far ahead of their due time
+   * entries leave the wheel for the due queue. Not the timing resolution: each
+   * task fires at its own due time, whatever the tick.
+   */
   tickMs?: number;
   /** Slots in the ring (default 3600): one revolution is slots × tickMs. */
   slots?: number;
