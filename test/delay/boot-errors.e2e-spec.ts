@@ -1,8 +1,17 @@
 import { Injectable, Module, Scope, type DynamicModule } from '@nestjs/common';
-import { DelayedTaskHandler, DuplicateHandlerError, UnknownTaskTypeError } from 'nest-delay';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import {
+  DelayModule,
+  DelayedTaskHandler,
+  DuplicateHandlerError,
+  UnknownOptionError,
+  UnknownTaskTypeError,
+} from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
+import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { CapturingLogger, createDelayTestApp } from './delay-test-app.js';
+import { CapturingLogger, createDelayTestApp, SilentLogger } from './delay-test-app.js';
 import { resolveDelayOptions, retryDelayMs } from '../../packages/nest-delay/src/delay.options.js';
 // Package-internal: stopping the runtime while the pool stays open, as the
 // moment between a clean stop and the pool's close is; app.close() closes both.
@@ -36,6 +45,12 @@ class BadJitterHandler {
 @Injectable()
 class BadBaseDelayHandler {
   @DelayedTaskHandler('bad.base-delay', { retry: { baseDelay: 'soonish' } })
+  handle(): void {}
+}
+
+@Injectable()
+class MisspeltOptionHandler {
+  @DelayedTaskHandler('bad.key', { maxAttempt: 3 } as never)
   handle(): void {}
 }
 
@@ -96,6 +111,38 @@ describe('boot', () => {
       );
     },
   );
+
+  // A misspelt option used to boot on the default without a word.
+  it('refuses an option it does not know, naming it and the one it was meant to be', async () => {
+    const boot = createDelayTestApp(db, { tickMS: 50 } as never);
+    await expect(boot).rejects.toBeInstanceOf(UnknownOptionError);
+    await expect(boot).rejects.toThrow(/^DelayModule has no option tickMS; did you mean tickMs\?/);
+    await expect(
+      createDelayTestApp(db, {}, { modules: [moduleOf(MisspeltOptionHandler)] }),
+    ).rejects.toThrow(
+      /^@DelayedTaskHandler\('bad.key'\) on MisspeltOptionHandler.handle has no option maxAttempt; did you mean maxAttempts\?/,
+    );
+  });
+
+  it('refuses an extra returned by the forRootAsync factory, where Nest would ignore it', async () => {
+    const boot = Test.createTestingModule({
+      imports: [
+        TypeOrmModule.forRoot({
+          ...dataSourceOptions({ url: db.url, poolSize: 1 }),
+          retryAttempts: 0,
+        }),
+        DelayModule.forRootAsync({ useFactory: () => ({ dataSource: 'jobs' }) as never }),
+      ],
+    })
+      .setLogger(new SilentLogger())
+      .compile();
+    await expect(boot).rejects.toThrow(
+      /^DelayModule has no option dataSource\. dataSource shapes the module itself: give it to forRootAsync/,
+    );
+    expect(() => DelayModule.forRootAsync({ useFactory: () => ({}), tickMs: 50 } as never)).toThrow(
+      /^DelayModule.forRootAsync has no option tickMs\. tickMs is a module option/,
+    );
+  });
 
   it('skips a request-scoped handler with a warning naming it, and its type stays unknown', async () => {
     const logger = new CapturingLogger();

@@ -31,3 +31,19 @@ export const taskInState = (ref: string, state: string, action: string) =>
   (action === 'retry'
     ? ', and only a dead-lettered task can be retried.'
     : ', and only a pending one can be.');
+
+export const unknownOption = (
+  where: string,
+  option: string,
+  suggestion: string | undefined,
+  known: readonly string[],
+  hint: string | undefined,
+) => {
+  const parent = option.includes('.') ? option.slice(0, option.lastIndexOf('.') + 1) : '';
+  return (
+    `${where} has no option ${option}` +
+    (suggestion ? `; did you mean ${parent}${suggestion}?` : '.') +
+    (hint ? ` ${hint}` : '') +
+    ` Its options${parent ? ` under ${parent.slice(0, -1)}` : ''}: ${known.join(', ')}.`
+  );
+};

@@ -1,13 +1,18 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { DelayAdmin } from './admin/delay-admin.service.js';
 import { CLOCK, SystemClock } from './clock/index.js';
-import { DELAY_MODULE_OPTIONS, DelayConfigurableModule } from './delay.module-definition.js';
+import {
+  DELAY_ASYNC_OPTIONS_TYPE,
+  DELAY_MODULE_OPTIONS,
+  DelayConfigurableModule,
+} from './delay.module-definition.js';
 import { DelayExplorer } from './delay.explorer.js';
 import { resolveDelayOptions } from './delay.options.js';
 import { DelayService } from './delay.service.js';
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { HandlerRegistry } from './handler-registry.js';
+import { assertKnownAsyncOptions } from './option-keys.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 
 /**
@@ -30,4 +35,9 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
   ],
   exports: [DelayService, DelayAdmin, CLOCK],
 })
-export class DelayModule extends DelayConfigurableModule {}
+export class DelayModule extends DelayConfigurableModule {
+  static forRootAsync(options: typeof DELAY_ASYNC_OPTIONS_TYPE): DynamicModule {
+    assertKnownAsyncOptions(options);
+    return super.forRootAsync(options);
+  }
+}

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
 import type { DelayObserver } from './observer/delay-observer.js';
+import { assertKnownOptions } from './option-keys.js';
 
 export interface RetryPolicy {
   /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
@@ -147,6 +148,7 @@ export function defaultInstanceId(): string {
 }
 
 export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedDelayOptions {
+  assertKnownOptions(options);
   const tickMs = positiveInteger(options.tickMs, 'tickMs', 1000);
   const slots = positiveInteger(options.slots, 'slots', 3600);
   const leaseMs = durationOption(options.lease, 'lease', '30s');

@@ -8,6 +8,7 @@ import {
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
+import { assertKnownHandlerOptions } from './option-keys.js';
 import type { TaskOutcome } from './task-outcome.js';
 import type { TaskContext } from './task.types.js';
 
@@ -49,6 +50,7 @@ export class HandlerRegistry {
     }
     const existing = this.handlers.get(type);
     if (existing) throw new DuplicateHandlerError(type, existing.name, name);
+    assertKnownHandlerOptions(options, `@DelayedTaskHandler('${type}') on ${name}`);
     const where = `@DelayedTaskHandler('${type}') on ${name}: option`;
     const maxAttempts = options.maxAttempts ?? this.defaults.maxAttempts;
     if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {

@@ -37,6 +37,7 @@ export { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
 export { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 export { TaskNotFoundError } from './errors/task-not-found.error.js';
 export { TaskStateError } from './errors/task-state.error.js';
+export { UnknownOptionError } from './errors/unknown-option.error.js';
 export { CLOCK, SystemClock, type Clock, type TimerHandle } from './clock/index.js';
 export { parseDuration, tryParseDuration, type Duration } from './duration.js';
 export {
