@@ -10,7 +10,7 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { TimingWheel } from 'nest-delay';
+import { TimingWheel } from 'nest-delay/internal';
 import { BinaryHeap, type HeapEntry } from './binary-heap.js';
 import { num, ratio, table } from '../harness/format.js';
 import { log } from '../harness/progress.js';

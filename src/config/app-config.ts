@@ -1,4 +1,4 @@
-import { tryParseDuration } from 'nest-delay';
+import { tryParseDuration } from 'nest-delay/internal';
 
 /** Every setting the service reads from its environment, validated once at start. */
 export interface AppConfig {

@@ -80,7 +80,8 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-const MUST_SHIP = 'package.json README.md dist/index.js dist/index.d.ts dist/testing/index.js';
+const MUST_SHIP =
+  'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js';
 
 describe('nest-delay tarball contents', () => {
   // The package.json npm wrote into the tarball is the one users get.

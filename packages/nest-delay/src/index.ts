@@ -1,8 +1,9 @@
-// The public surface of nest-delay. Test helpers live in `nest-delay/testing`.
+// The public surface of nest-delay: every export here is an API to keep.
+// Test helpers live in `nest-delay/testing`; internals in `nest-delay/internal`.
 export { DelayModule } from './delay.module.js';
 export type { DelayModuleExtras } from './delay.module-definition.js';
 export { DelayService } from './delay.service.js';
-export { DelayAdmin, DEFAULT_COUNT_CAP, MAX_PAGE } from './admin/delay-admin.service.js';
+export { DelayAdmin } from './admin/delay-admin.service.js';
 export type {
   InstanceInfo,
   RetryDeadResult,
@@ -38,16 +39,8 @@ export { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 export { TaskNotFoundError } from './errors/task-not-found.error.js';
 export { TaskStateError } from './errors/task-state.error.js';
 export { UnknownOptionError } from './errors/unknown-option.error.js';
-export { CLOCK, SystemClock, type Clock, type TimerHandle } from './clock/index.js';
-export { parseDuration, tryParseDuration, type Duration } from './duration.js';
-export {
-  TimingWheel,
-  wheelCensus,
-  type DueEntry,
-  type TimingWheelOptions,
-  type WheelCensus,
-  type WheelRegion,
-} from './wheel/index.js';
+export { CLOCK, type Clock, type TimerHandle } from './clock/index.js';
+export type { Duration } from './duration.js';
 export { delayMigrations } from './migrations/index.js';
 export type { DelayStats } from './delay-stats.js';
 export type {
@@ -63,4 +56,3 @@ export type {
   TaskSnoozedEvent,
 } from './observer/delay-observer.js';
 export { currentTask, type CurrentTask } from './observer/task-scope.js';
-export { AfterCommit } from './observer/after-commit.js';
