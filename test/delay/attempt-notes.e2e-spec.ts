@@ -3,9 +3,17 @@ import { DataSource } from 'typeorm';
 import { delayMigrations, TaskOutcome, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { Injectable, Module } from '@nestjs/common';
 // Internal statements, driven directly to interleave two claims as two instances would.
-import { recordAttempt } from '../../packages/nest-delay/src/store/attempt-statements.js';
+import {
+  ATTEMPT_LOCK_CLASS,
+  attemptLockKey,
+  recordAttempt,
+  takeDeadNotes,
+} from '../../packages/nest-delay/src/store/attempt-statements.js';
 import { claimTasks } from '../../packages/nest-delay/src/store/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
+import { writeCharge } from '../../packages/nest-delay/src/store/transition-statements.js';
+import { charge } from '../../packages/nest-delay/src/transitions/task-transitions.js';
+import { WindowPolicy } from '../../packages/nest-delay/src/runtime/window-policy.js';
 import {
   createTestDatabase,
   describeWithServer,
@@ -58,17 +66,23 @@ describeWithServer('attempt notes of live claims', () => {
       const secondNote = await recordAttempt(sqlOf(second), 'two', [id], now);
       // In a batch, a task another note lists is left for a claim of its own, uncharged.
       await second.query('BEGIN');
-      expect(await claimTasks(sqlOf(second), [id], now, secondNote, false, 70_000)).toMatchObject([
-        { id, claimed: false, attempts: 0, last_error: null },
-      ]);
+      expect(await claimTasks(sqlOf(second), [id], now, secondNote, false)).toEqual({
+        claimed: [],
+        deferred: [id],
+      });
       await second.query('COMMIT');
       const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
       await second.query('BEGIN');
-      const claimed = await claimTasks(sqlOf(second), [id], now, soloNote, true, 70_000);
+      // The first note's claim is alive (its session holds the lock): nothing to charge.
+      expect(await takeDeadNotes(sqlOf(second), [id], soloNote)).toEqual([]);
+      const alone = await claimTasks(sqlOf(second), [id], now, soloNote, true);
       await second.query('COMMIT');
-      expect(claimed).toMatchObject([{ id, claimed: true, attempts: 1, last_error: null }]);
+      expect(alone.claimed).toMatchObject([{ id, attempts: 1, last_error: null }]);
       await first.query('BEGIN');
-      expect(await claimTasks(sqlOf(first), [id], now, firstNote, false, 70_000)).toEqual([]);
+      expect(await claimTasks(sqlOf(first), [id], now, firstNote, false)).toEqual({
+        claimed: [],
+        deferred: [],
+      });
       await first.query('COMMIT');
       expect((await pool.query(`SELECT count(*)::int AS n FROM delay_attempt`)).rows[0].n).toBe(0);
     } finally {
@@ -96,20 +110,115 @@ describeWithServer('attempt notes of live claims', () => {
     await dying.end(); // its process died: the note's lock goes with the session
     const next = await pool.connect();
     try {
+      // A batch only defers it (uncharged): the claim of its own charges it.
       const note = await recordAttempt(sqlOf(next), 'next', [id], now);
       await next.query('BEGIN');
-      const rows = await claimTasks(sqlOf(next), [id], now, note, false, 70_000);
+      expect(await claimTasks(sqlOf(next), [id], now, note, false)).toEqual({
+        claimed: [],
+        deferred: [id],
+      });
       await next.query('COMMIT');
-      expect(rows).toMatchObject([{ id, claimed: false, attempts: 1 }]);
-      expect(rows[0].last_error).toMatch(/attempt 1 was cut off: instance dead/);
       const solo = await recordAttempt(sqlOf(next), 'next', [id], now);
       await next.query('BEGIN');
-      expect(await claimTasks(sqlOf(next), [id], now, solo, true, 70_000)).toMatchObject([
-        { id, claimed: true, attempts: 2 },
-      ]);
-      await next.query('ROLLBACK');
+      const counted = await takeDeadNotes(sqlOf(next), [id], solo);
+      expect(counted).toMatchObject([{ row: { id, attempts: 0 }, times: 1, instanceId: 'dead' }]);
+      await next.query('COMMIT');
+      // Taken out of the dead note: another instance's claim finds nothing more to charge
+      // (the solo note is alive: its session still holds its lock).
+      const other = await pool.connect();
+      try {
+        const again = await recordAttempt(sqlOf(other), 'other', [id], now);
+        await other.query('BEGIN');
+        expect(await takeDeadNotes(sqlOf(other), [id], again)).toEqual([]);
+        await other.query('ROLLBACK');
+      } finally {
+        other.release();
+      }
     } finally {
       next.release();
+    }
+  });
+});
+
+describeWithServer('a batch rerun fenced after a failure in its optimistic pass', () => {
+  const app = useDelayTestApp({ concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } });
+
+  // The optimistic pass rolls back and the batch runs again with savepoints.
+  // Between the two passes the claim's note must stay locked: an advisory
+  // unlock is not undone by ROLLBACK, and a note that looks dead then would
+  // be charged against a healthy batch-mate by another instance's claim.
+  it("keeps its note locked between the passes: another instance's claim charges its batch-mate nothing", async () => {
+    const { t } = app;
+    const [healthy, failing] = await t.delay.scheduleMany([
+      { type: 'test.effect', delay: 0 },
+      { type: 'test.effect', delay: 0, payload: { fail: 1 } },
+    ]);
+    const other = new pg.Client({
+      connectionString: (t.dataSource.options as { url: string }).url,
+    });
+    await other.connect();
+    const otherSql: Sql = {
+      rows: async <T>(text: string, params: unknown[]) =>
+        (await other.query(text, params)).rows as T[],
+    };
+    const { pid } = (await other.query('SELECT pg_backend_pid() AS pid')).rows[0];
+    let otherClaim: Promise<boolean> | undefined;
+    t.behaviour.afterEffect = async (_payload, context) => {
+      if (context.task.id !== failing.id || otherClaim) return;
+      // Another instance's claim of the healthy task, as a claim of its own
+      // would run it: it waits for the row, which this pass holds, and gets
+      // it the moment this pass rolls back, before the rerun can take it again.
+      const [note] = await t.query<{ id: string }>(
+        `SELECT id FROM delay_attempt WHERE $1 = ANY(task_ids)`,
+        [healthy.id],
+      );
+      otherClaim = (async () => {
+        await other.query('BEGIN');
+        // One statement: it waits for the row, then at once (no round trip
+        // for the rerun to win) tries the note's lock as a charge would.
+        const [looked] = (
+          await other.query(
+            `WITH waited AS MATERIALIZED (SELECT id FROM delayed_task WHERE id = $1 FOR UPDATE)
+             SELECT (SELECT count(*) FROM waited) AS waited,
+                    pg_try_advisory_xact_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('$2::bigint')}) AS dead`,
+            [healthy.id, note.id],
+          )
+        ).rows;
+        const counts = looked.dead ? await takeDeadNotes(otherSql, [healthy.id], '0') : [];
+        const policy = new WindowPolicy({ windowMs: 3_600_000, instanceId: 'other' });
+        for (const { row, times } of counts) {
+          const change = charge(row, times, 'cut off', row.due_at.getTime(), Date.now(), policy);
+          await writeCharge(otherSql, change, new Date(), null);
+        }
+        await other.query('COMMIT');
+        return looked.dead as boolean;
+      })();
+      for (let waited = 0; waited < 200; waited++) {
+        const [row] = await t.query(`SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1`, [
+          pid,
+        ]);
+        if (row?.wait_event_type === 'Lock') break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    };
+    try {
+      const report = await t.tester.runDue();
+      // The note was alive throughout: its lock was never free to take.
+      expect(await otherClaim).toBe(false);
+      expect(report.byType['test.effect']).toMatchObject({ executed: 1, failed: 1 });
+      expect(await t.effects(healthy.id)).toBe(1);
+      expect(await t.delay.get({ id: healthy.id })).toMatchObject({
+        state: 'executed',
+        attempts: 1,
+        lastError: null,
+      });
+      expect(await t.delay.get({ id: failing.id })).toMatchObject({
+        state: 'pending',
+        attempts: 1,
+      });
+    } finally {
+      t.behaviour.afterEffect = undefined;
+      await other.end();
     }
   });
 });

@@ -62,6 +62,26 @@ describe('retention', () => {
     );
     expect(await t.tester.prune()).toBe(2500);
   });
+
+  it('reports a prune the database refused, instead of returning 0', async () => {
+    const now = new Date(t.clock.now() - 8 * DAY);
+    await t.query(
+      `INSERT INTO delayed_task (type, due_at, executed_at, attempts, created_at, updated_at)
+       VALUES ('test.effect', $1, $1, 1, $1, $1)`,
+      [now],
+    );
+    await t.query(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'deletes from delayed_task are refused here'; END $$`);
+    await t.query(`CREATE TRIGGER refuse_delete BEFORE DELETE ON delayed_task
+      FOR EACH ROW EXECUTE FUNCTION refuse_delete()`);
+    try {
+      await expect(t.tester.prune()).rejects.toThrow(/deletes from delayed_task are refused here/);
+    } finally {
+      await t.query(`DROP TRIGGER refuse_delete ON delayed_task`);
+      await t.query(`DROP FUNCTION refuse_delete()`);
+    }
+    expect(await t.tester.prune()).toBe(1);
+  });
 });
 
 describe('retention turned off', () => {

@@ -99,7 +99,6 @@ describe('a large delayed_task table', () => {
       now,
       '0',
       false,
-      70_000,
     );
     // delayed_task is reached by primary key only (delay_attempt, a row per claim in flight, aside).
     const indexes = indexesIn(plan).filter((name) => name.startsWith('delayed_task'));

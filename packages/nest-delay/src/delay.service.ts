@@ -19,10 +19,11 @@ import {
   cancelTask,
   getTask,
   rescheduleTask,
-  retryDeadTask,
+  reviveTask,
   type ActedRow,
 } from './store/task-statements.js';
-import { stateOf, toTask, type TaskRow } from './store/task-row.js';
+import { stateOf, toTask } from './store/task-row.js';
+import { cancel, leaseFor, reschedule, revive } from './transitions/task-transitions.js';
 import { checkTaskRef } from './task-ref.js';
 import type { DelayStats } from './delay-stats.js';
 import type {
@@ -63,14 +64,14 @@ export class DelayService {
     const req = this.normalize(request);
     const { manager } = options;
     const nowMs = this.now();
-    const lockedBy = this.policy.leaseOnWrite(req.dueAtMs, nowMs, manager !== undefined);
+    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, manager !== undefined);
     const now = new Date(nowMs);
     const sql = this.db.in(manager);
     const row =
       req.key === null
         ? newTaskRow(await insertUnkeyedTask(sql, req, lockedBy, now), req, lockedBy, now)
         : await insertTask(sql, req, lockedBy, now);
-    this.track(row, manager !== undefined);
+    this.wheel.track(row, manager !== undefined);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
       this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onScheduled', event));
@@ -100,7 +101,8 @@ export class DelayService {
     const { manager } = options;
     const sql = this.db.in(manager);
     const nowMs = this.now();
-    const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, manager !== undefined);
+    // Bulk rows are leased by the statement, each by its own due time against the horizon.
+    const lockedBy = leaseFor(this.policy, nowMs, nowMs, manager !== undefined);
     const now = new Date(nowMs);
     const horizon = new Date(this.policy.horizonMs(nowMs));
     const unkeyed = reqs.every((req) => req.key === null);
@@ -163,7 +165,12 @@ export class DelayService {
   /** Cancels a pending task; returns it cancelled. */
   async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
-    const row = await cancelTask(this.db.in(options.manager), checked, new Date(this.now()));
+    const row = await cancelTask(
+      this.db.in(options.manager),
+      checked,
+      cancel(),
+      new Date(this.now()),
+    );
     const cancelled = this.acted(checked, row, 'cancel');
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
@@ -191,16 +198,15 @@ export class DelayService {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const dueAtMs = dueAtOf(when ?? {}, nowMs);
-    const lockedBy = this.policy.leaseOnWrite(dueAtMs, nowMs, options.manager !== undefined);
+    const inCaller = options.manager !== undefined;
     const row = await rescheduleTask(
       this.db.in(options.manager),
       checked,
-      new Date(dueAtMs),
-      lockedBy,
+      reschedule(dueAtMs, nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
     const changed = this.acted(checked, row, 'reschedule');
-    this.track(changed, options.manager !== undefined);
+    this.wheel.track(changed, inCaller);
     return toTask(changed);
   }
 
@@ -208,15 +214,15 @@ export class DelayService {
   async retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
-    const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, options.manager !== undefined);
-    const row = await retryDeadTask(
+    const inCaller = options.manager !== undefined;
+    const row = await reviveTask(
       this.db.in(options.manager),
       checked,
-      lockedBy,
+      revive(nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
     const changed = this.acted(checked, row, 'retry');
-    this.track(changed, options.manager !== undefined);
+    this.wheel.track(changed, inCaller);
     return toTask(changed);
   }
 
@@ -292,23 +298,5 @@ export class DelayService {
     if (!row) throw new TaskNotFoundError(ref);
     if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
     return row;
-  }
-
-  /**
-   * Keeps the wheel in step with a row just written or found: held if leased
-   * here, let go if leased elsewhere. An unleased row keeps whatever hold it
-   * has (a task written in a caller's transaction is held without a lease),
-   * moved to its due time.
-   */
-  private track(row: TaskRow, inCallerTransaction: boolean): void {
-    if (stateOf(row) !== 'pending') return;
-    const dueAtMs = row.due_at.getTime();
-    if (inCallerTransaction) {
-      // Unleased until it commits; fire early if due soon, the claim sorts it out.
-      if (this.policy.isRunning && this.policy.isWithinWindow(dueAtMs, this.now()))
-        this.wheel.holdNoLaterThan(row.id, dueAtMs);
-    } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, dueAtMs);
-    else if (row.locked_by !== null) this.wheel.release(row.id);
-    else if (this.wheel.has(row.id)) this.wheel.hold(row.id, dueAtMs);
   }
 }

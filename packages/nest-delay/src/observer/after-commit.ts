@@ -6,6 +6,7 @@ import type {
   TransactionCommitEvent,
   TransactionRollbackEvent,
 } from 'typeorm';
+import { transactionDepth as depthOf } from '../store/typeorm-seam.js';
 
 interface Waiting {
   /** The caller's transaction depth when it was queued (savepoints nest). */
@@ -92,9 +93,4 @@ export class AfterCommit implements EntitySubscriberInterface {
       list.filter((item) => item.depth <= depth),
     );
   }
-}
-
-/** TypeORM keeps the nesting level protected; it counts 1 for the outer transaction. */
-function depthOf(runner: QueryRunner): number {
-  return (runner as unknown as { transactionDepth: number }).transactionDepth;
 }

@@ -1,4 +1,5 @@
-import type { BatchResult, Outcome } from './claim-batch.js';
+import type { Fate } from '../transitions/task-transitions.js';
+import type { BatchResult } from './claim-batch.js';
 
 /** What became of the tasks one instance ran, by type. */
 export interface TypeCounts {
@@ -17,10 +18,11 @@ export interface ExecutionCounts extends TypeCounts {
   byType: Record<string, TypeCounts>;
 }
 
-const KEY: Record<Outcome['kind'], keyof TypeCounts> = {
-  executed: 'executed',
+const KEY: Record<Fate['transition'], keyof TypeCounts> = {
+  complete: 'executed',
   retry: 'failed',
-  dead: 'deadLettered',
+  discard: 'deadLettered',
+  exhaust: 'deadLettered',
   snooze: 'snoozed',
 };
 
@@ -36,20 +38,17 @@ export class ExecutionStats {
   record(result: BatchResult): void {
     this.batches++;
     if (result.rerun) this.reruns++;
-    for (const outcome of result.outcomes) this.count(outcome.type, outcome.kind);
+    for (const fate of result.fates) this.recordOne(fate);
   }
 
-  private count(type: string, kind: Outcome['kind']): void {
-    const key = KEY[kind];
+  /** One fate (in a batch, or decided outside one: a claim that was cut off). */
+  recordOne(fate: Fate): void {
+    const { type } = fate.row;
+    const key = KEY[fate.transition];
     this.totals[key]++;
     let counts = this.byType.get(type);
     if (!counts) this.byType.set(type, (counts = zero()));
     counts[key]++;
-  }
-
-  /** One outcome decided outside a batch (a claim that was cut off). */
-  recordOne(type: string, kind: Outcome['kind']): void {
-    this.count(type, kind);
   }
 
   snapshot(): ExecutionCounts {

@@ -1,13 +1,11 @@
+import type { TaskRow } from '../store/task-row.js';
+
 /** Thrown out of a claim when a handler ignored its abort signal past the grace period. */
 export class HandlerCutOff extends Error {
   constructor(
-    readonly taskId: string,
-    readonly taskType: string,
+    /** The task as its claim read it, the cut-off attempt counted. */
+    readonly row: TaskRow,
     readonly timeoutMs: number,
-    /** The attempt that was cut off, from 1. */
-    readonly attempt: number,
-    readonly taskKey: string | null,
-    readonly dueAt: Date,
   ) {
     super(
       `handler timed out after ${timeoutMs} ms and did not stop when its signal aborted; ` +

@@ -1,15 +1,17 @@
 import type { ObserverCalls } from '../observer/observer-calls.js';
-import type { BatchResult, Outcome } from './claim-batch.js';
+import type { Fate } from '../transitions/task-transitions.js';
+import type { BatchResult } from './claim-batch.js';
 
 const HOOK = {
-  executed: 'onExecuted',
+  complete: 'onExecuted',
   retry: 'onFailed',
-  dead: 'onDeadLettered',
+  discard: 'onDeadLettered',
+  exhaust: 'onDeadLettered',
   snooze: 'onSnoozed',
-} as const satisfies Record<Outcome['kind'], string>;
+} as const satisfies Record<Fate['transition'], string>;
 
 /**
- * Tells the observer what one committed claim did: each task's outcome, then
+ * Tells the observer what one committed claim did: each task's fate, then
  * the claim itself. Lateness is measured against the claim's time, the
  * `executed_at` the table records. Nothing is built for a hook nobody has.
  */
@@ -20,40 +22,37 @@ export function reportBatch(
   claimMs: number,
   durationMs: number,
 ): void {
-  for (const outcome of result.outcomes) reportOutcome(observer, outcome, claimMs);
+  for (const fate of result.fates) reportFate(observer, fate, claimMs);
   if (observer.wants('onClaim')) {
     observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
   }
 }
 
-export function reportOutcome(observer: ObserverCalls, outcome: Outcome, claimMs: number): void {
-  if (!observer.wants(HOOK[outcome.kind])) return;
-  const { task } = outcome;
+export function reportFate(observer: ObserverCalls, fate: Fate, claimMs: number): void {
+  if (!observer.wants(HOOK[fate.transition])) return;
+  const { row } = fate;
   const base = {
-    id: task.id,
-    type: task.type,
-    key: task.key,
-    dueAt: task.due_at,
-    attempt: task.attempts,
+    id: row.id,
+    type: row.type,
+    key: row.key,
+    dueAt: row.due_at,
+    attempt: row.attempts,
   };
-  switch (outcome.kind) {
-    case 'executed':
+  switch (fate.transition) {
+    case 'complete':
       observer.emit('onExecuted', {
         ...base,
-        latenessMs: Math.max(0, claimMs - task.due_at.getTime()),
+        latenessMs: Math.max(0, claimMs - row.due_at.getTime()),
       });
       return;
-    case 'dead':
-      observer.emit('onDeadLettered', { ...base, reason: outcome.reason });
+    case 'discard':
+    case 'exhaust':
+      observer.emit('onDeadLettered', { ...base, reason: fate.reason });
       return;
     case 'retry':
-      observer.emit('onFailed', {
-        ...base,
-        error: outcome.reason ?? 'failed',
-        retryAt: new Date(outcome.dueAtMs),
-      });
+      observer.emit('onFailed', { ...base, error: fate.error, retryAt: new Date(fate.dueAtMs) });
       return;
     case 'snooze':
-      observer.emit('onSnoozed', { ...base, until: new Date(outcome.dueAtMs) });
+      observer.emit('onSnoozed', { ...base, until: new Date(fate.dueAtMs) });
   }
 }

@@ -7,7 +7,7 @@ import type { Clock, TimerHandle } from '../clock/index.js';
  */
 export class PeriodicRound {
   private timer: TimerHandle | undefined;
-  private running: Promise<void> | undefined;
+  private underWay: Promise<void> | undefined;
   private stopped = false;
 
   constructor(
@@ -19,7 +19,7 @@ export class PeriodicRound {
 
   /** A round is under way. */
   get busy(): boolean {
-    return this.running !== undefined;
+    return this.underWay !== undefined;
   }
 
   /** Arms the first timer; the caller runs whatever the service needs first itself. */
@@ -29,12 +29,12 @@ export class PeriodicRound {
 
   runNow(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    this.running ??= this.round()
+    this.underWay ??= this.round()
       .catch((error: unknown) => this.onError(error))
       .finally(() => {
-        this.running = undefined;
+        this.underWay = undefined;
       });
-    return this.running;
+    return this.underWay;
   }
 
   /** No timer after this resolves, and the round under way (if any) has ended. */
@@ -42,7 +42,7 @@ export class PeriodicRound {
     this.stopped = true;
     this.timer?.cancel();
     this.timer = undefined;
-    await this.running;
+    await this.underWay;
   }
 
   private arm(): void {

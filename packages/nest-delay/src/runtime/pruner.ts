@@ -2,18 +2,7 @@ import { errorText } from '../delay.messages.js';
 import { pruneTasks } from '../store/prune-statements.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { PeriodicRound } from './periodic-round.js';
-
-/** Rows one statement deletes: small enough to hold few locks for a few milliseconds. */
-const PRUNE_BATCH = 1000;
-/**
- * After each full batch the pruner rests this many times as long as the
- * batch took: a quarter of the database's time at most, so a backlog of
- * millions (a first prune, retention shortened) does not crowd the claims
- * (deleting flat out, the bench's spread p99 rose by half on 2 cores). It
- * still deletes tens of thousands of rows a second, far beyond what any
- * steady rate of new tasks leaves behind.
- */
-const REST_PER_BATCH = 3;
+import { PRUNE_BATCH, PRUNE_REST_PER_BATCH } from './tuning.js';
 
 /**
  * Deletes finished tasks once they are older than the retention (executed
@@ -36,8 +25,11 @@ export class Pruner implements LifecycleService {
       ctx.clock,
       ctx.options.pruneEveryMs,
       () => this.prune(),
-      (error) =>
-        ctx.logger.error(`Pruning finished tasks failed, trying again later: ${errorText(error)}`),
+      (error) => {
+        // Kept for runNow (and DelayTester.prune) to report, not only logged.
+        this.failure = error;
+        ctx.logger.error(`Pruning finished tasks failed, trying again later: ${errorText(error)}`);
+      },
     );
   }
 
@@ -79,7 +71,7 @@ export class Pruner implements LifecycleService {
       // Fewer than a batch of each kind: nothing is left.
       if (deleted < PRUNE_BATCH || this.stopping) return;
       // Wall time, not the app's clock: this paces work, it schedules nothing.
-      const restMs = (performance.now() - startedAt) * REST_PER_BATCH;
+      const restMs = (performance.now() - startedAt) * PRUNE_REST_PER_BATCH;
       await new Promise((resolve) => setTimeout(resolve, restMs));
       if (this.stopping) return;
     }

@@ -6,6 +6,7 @@ import {
   type WheelCensus,
 } from '../wheel/index.js';
 import type { TaskId } from '../task.types.js';
+import { stateOf, type TaskRow } from '../store/task-row.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { TickDriver } from './tick-driver.js';
 import { errorText } from '../delay.messages.js';
@@ -101,6 +102,31 @@ export class TaskWheel implements LifecycleService {
   release(id: TaskId): void {
     const key = keyOf(id);
     if (!this.wheel.cancel(key)) this.queue.cancel(key);
+  }
+
+  /** A task this instance wrote pending again (a fate, a charge): held if leased here, else let go. */
+  followLease(id: TaskId, dueAtMs: number, lockedBy: string | null): void {
+    if (this.ctx.policy.holds(lockedBy)) this.hold(id, dueAtMs);
+    else this.release(id);
+  }
+
+  /**
+   * Keeps the wheel in step with a row DelayService just wrote or found:
+   * held if leased here, let go if leased elsewhere. An unleased row keeps
+   * whatever hold it has (a task written in a caller's transaction is held
+   * without a lease), moved to its due time.
+   */
+  track(row: TaskRow, inCallerTransaction: boolean): void {
+    if (stateOf(row) !== 'pending') return;
+    const { policy, clock } = this.ctx;
+    const dueAtMs = row.due_at.getTime();
+    if (inCallerTransaction) {
+      // Unleased until it commits; fire early if due soon, the claim sorts it out.
+      if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
+        this.holdNoLaterThan(row.id, dueAtMs);
+    } else if (policy.holds(row.locked_by)) this.hold(row.id, dueAtMs);
+    else if (row.locked_by !== null) this.release(row.id);
+    else if (this.has(row.id)) this.hold(row.id, dueAtMs);
   }
 
   /** A picture of the ring, in regions of `regionSlots` slots (see wheelCensus); the due queue's tick aside. */

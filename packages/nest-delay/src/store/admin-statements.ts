@@ -98,7 +98,7 @@ export interface InstanceRow {
   held: number;
 }
 
-/** Every instance with a lease row, live or expired, by id; held counts through the lease index. */
+/** Every instance with a lease row, live or expired, by id; `held`: tasks leased to it, counted through the lease index. */
 export function listInstances(sql: Sql, heldLimit: number) {
   return sql.rows<InstanceRow>(
     `SELECT i.id, i.started_at, i.heartbeat_at, i.lease_until, i.db_heartbeat_at,

@@ -1,6 +1,7 @@
 import type { TaskId } from '../task.types.js';
-import { pendingIn } from './pending.js';
+import { PENDING_BY_ID, pendingIn } from './pending.js';
 import type { ClaimConnection, Sql } from './sql.js';
+import type { TaskRow } from './task-row.js';
 
 /**
  * Advisory lock keys of attempts: a class of their own (the two-int form,
@@ -12,12 +13,13 @@ export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int
 /**
  * Notes, in a commit of its own, that this claim is about to run `ids`, and
  * takes a session-level advisory lock on the note: the lock lives exactly as
- * long as this connection's session, so while it is held the claim is alive,
+ * long as this connection's session, so while the session keeps it the claim is alive,
  * and once the session is gone (the process died, or the claim was cut off)
  * the note is a dead attempt that the next claim of each task charges (see
- * claimTasks). The claim deletes the note and drops the lock in its own
- * statement. Returns the note's id. (Claims send it with their BEGIN, in
- * recordAttemptAndBegin; this form is for a note on its own.)
+ * takeDeadNotes). The claim deletes the note in its transaction and drops
+ * the lock only once that has committed (unlockNoteOnceGone). Returns the
+ * note's id. (Claims send it with their BEGIN, in recordAttemptAndBegin; this
+ * form is for a note on its own.)
  */
 export async function recordAttempt(
   sql: Sql,
@@ -46,6 +48,7 @@ export async function recordAttemptAndBegin(
   instanceId: string,
   ids: TaskId[],
   now: Date,
+  backstopMs: number,
 ): Promise<string> {
   for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not a task id: ${id}`);
   const note = noteStatement(
@@ -53,8 +56,22 @@ export async function recordAttemptAndBegin(
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,
   );
-  const results = await connection.beginAfter(`BEGIN; ${note}; COMMIT`);
+  const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs);
   return (results[1][0] as { id: string }).id;
+}
+
+/**
+ * Sent right after the claim's COMMIT, in the same round trip: drops the
+ * note's session lock once the note is gone, that is once the claim that
+ * deleted it committed. Never inside the claim transaction: an advisory
+ * unlock is not undone by ROLLBACK, and a note left unlocked between a
+ * rolled-back pass and its rerun would look dead to another instance, which
+ * would charge a healthy task an attempt. `noteId` is a note id (digits).
+ */
+export function unlockNoteOnceGone(noteId: string): string {
+  if (!/^[0-9]+$/.test(noteId)) throw new Error(`not a note id: ${noteId}`);
+  return `SELECT pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey(noteId)})
+     WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }
 
 /** The note's one statement, given its three values as SQL. */
@@ -103,31 +120,57 @@ export async function forgetSettledAttempts(sql: Sql, olderThan: Date): Promise<
   );
 }
 
+/** A task with the cut-off attempts that dead notes hold against it. */
+export interface DeadNoteCount {
+  /** The task as it is now (locked by this transaction), not counting them. */
+  row: TaskRow;
+  /** Dead notes listing it: attempts that never committed. */
+  times: number;
+  /** The instance of one of them, for the task's last error. */
+  instanceId: string;
+}
+
 /**
- * A handler that outlived its timeout and ignored its abort signal: its claim
- * was cut off (rolled back), so the attempt is charged here, with the
- * attempt's row gone in the same statement. Retried at `retryAt`, or
- * dead-lettered when that was its last attempt; flagged to run alone.
+ * Finds the dead notes listing `ids` (tasks this transaction can lock), and
+ * takes the ids out of them, so that each dead note charges each of its
+ * tasks once. A note is dead when no session holds its lock (a live claim's
+ * does, until it commits); one recorded before Postgres last started died
+ * with Postgres, not of its tasks, and is left to the sweep. The transaction
+ * lock taken on each also keeps two claims from charging one note at once.
+ * Run in the claim transaction of a task that runs alone, before its claim:
+ * if that claim never commits either, the notes are back, with one more.
  */
-export async function chargeTimedOut(
+export async function takeDeadNotes(
   sql: Sql,
-  attemptId: string,
-  id: TaskId,
-  error: string,
-  retryAt: Date,
-  lockedBy: string | null,
-  now: Date,
-): Promise<{ dead: boolean } | undefined> {
-  const [row] = await sql.rows<{ dead: boolean }>(
-    `WITH gone AS (DELETE FROM delay_attempt WHERE id = $1)
-     UPDATE delayed_task t
-     SET attempts = t.attempts + 1, interrupted_at = $6, last_error = $3, updated_at = $6,
-         dead_at = CASE WHEN t.attempts + 1 >= t.max_attempts THEN $6::timestamptz END,
-         due_at = CASE WHEN t.attempts + 1 >= t.max_attempts THEN t.due_at ELSE $4 END,
-         locked_by = CASE WHEN t.attempts + 1 >= t.max_attempts THEN NULL ELSE $5::text END
-     WHERE t.id = $2 AND ${pendingIn('t')}
-     RETURNING t.dead_at IS NOT NULL AS dead`,
-    [attemptId, id, error, retryAt, lockedBy, now],
+  ids: TaskId[],
+  ownNoteId: string,
+): Promise<DeadNoteCount[]> {
+  const rows = await sql.rows<TaskRow & { times: number; instance: string }>(
+    `WITH task AS (
+       SELECT id FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}
+       FOR UPDATE SKIP LOCKED
+     ), listing AS MATERIALIZED (
+       SELECT a.id FROM delay_attempt a
+       WHERE a.id <> $2 AND a.task_ids && ARRAY(SELECT id FROM task)
+         AND a.recorded_at >= pg_postmaster_start_time()
+     ), dead AS (
+       SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a JOIN listing USING (id)
+       WHERE pg_try_advisory_xact_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('a.id')})
+       ORDER BY a.id
+       FOR UPDATE OF a SKIP LOCKED
+     ), trimmed AS (
+       UPDATE delay_attempt a
+       SET task_ids = ARRAY(SELECT x FROM unnest(a.task_ids) AS x WHERE x NOT IN (SELECT id FROM task))
+       FROM dead WHERE a.id = dead.id
+     ), counted AS (
+       SELECT task_id, count(DISTINCT dead.id)::int AS times, max(dead.instance_id) AS instance
+       FROM dead, unnest(dead.task_ids) AS task_id
+       WHERE task_id IN (SELECT id FROM task)
+       GROUP BY task_id
+     )
+     SELECT t.*, counted.times, counted.instance
+     FROM counted JOIN delayed_task t ON t.id = counted.task_id`,
+    [ids, ownNoteId],
   );
-  return row;
+  return rows.map(({ times, instance, ...row }) => ({ row, times, instanceId: instance }));
 }

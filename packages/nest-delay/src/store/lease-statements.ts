@@ -47,7 +47,7 @@ export async function releaseExpiredInstances(
   );
 }
 
-/** Frees tasks held by instances that have no lease live at `now` (say, a row deleted by a takeover). */
+/** Frees tasks leased to instances that have no lease live at `now` (say, a row deleted by a takeover). */
 export async function releaseOrphans(sql: Sql, now: Date) {
   await sql.rows(
     `UPDATE delayed_task t SET locked_by = NULL
@@ -66,7 +66,7 @@ export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
 
 /**
  * At shutdown: forgets the instance and frees its tasks in one statement, so
- * nothing can be leased to it in between and then be held by nobody.
+ * nothing can be leased to it in between and then be leased to nobody.
  */
 export async function retireInstance(sql: Sql, instanceId: string) {
   await sql.rows(

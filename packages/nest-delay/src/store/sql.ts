@@ -1,15 +1,17 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { releasedManager } from '../delay.messages.js';
+import {
+  broadcast,
+  pgClientOf,
+  pgPoolOf,
+  setTransactionBooks,
+  type PgClient,
+  type PgResult,
+} from './typeorm-seam.js';
 
 /** Runs one parameterised statement and returns its rows. */
 export interface Sql {
   rows<T>(text: string, params: unknown[]): Promise<T[]>;
-}
-
-/** What `pg` hands back: the rows of any statement, RETURNING included, and its command tag. */
-interface PgClient {
-  query(text: string, params: unknown[] | undefined): Promise<{ rows: unknown[]; command: string }>;
-  escapeLiteral(value: string): string;
 }
 
 /**
@@ -33,7 +35,7 @@ export class Database {
    * connection's next statement fails instead, and the pool drops it.
    */
   guardConnections(): void {
-    const pool = (this.dataSource.driver as unknown as { master?: PgPool }).master;
+    const pool = pgPoolOf(this.dataSource);
     if (!pool || typeof pool.on !== 'function' || GUARDED.has(pool)) return;
     GUARDED.add(pool);
     pool.on('connect', guard);
@@ -43,7 +45,7 @@ export class Database {
 
   /** Statements on a pooled connection, each its own transaction. */
   get pool(): Sql {
-    const pool = (this.dataSource.driver as unknown as { master: PgClient }).master;
+    const pool = pgPoolOf(this.dataSource)!;
     return {
       rows: async <T>(text: string, params: unknown[]) =>
         (await pool.query(text, params)).rows as T[],
@@ -57,22 +59,11 @@ export class Database {
     return {
       rows: async <T>(text: string, params: unknown[]) => {
         if (runner.isReleased) throw new Error(releasedManager());
-        const client = (await runner.connect()) as PgClient;
-        return (await client.query(text, params)).rows as T[];
+        const client = await pgClientOf(runner);
+        return ((await client.query(text, params)) as PgResult).rows as T[];
       },
     };
   }
-}
-
-interface PgEmitter {
-  on(event: 'error', listener: (error: Error) => void): void;
-  listeners(event: 'error'): unknown[];
-}
-
-interface PgPool {
-  on(event: 'connect', listener: (client: PgEmitter) => void): void;
-  /** pg-pool's own list of its connections (not public, but there since pg-pool 2). */
-  _clients?: PgEmitter[];
 }
 
 const GUARDED = new WeakSet<object>();
@@ -80,7 +71,7 @@ const GUARDED = new WeakSet<object>();
 /** The server ended the session: the next statement on the connection reports it. */
 function ignoreConnectionError(): void {}
 
-function guard(client: PgEmitter): void {
+function guard(client: PgClient): void {
   if (!client.listeners('error').includes(ignoreConnectionError)) {
     client.on('error', ignoreConnectionError);
   }
@@ -93,20 +84,23 @@ export interface ClaimConnection {
   /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
   readonly sql: Sql;
   /**
-   * Commits the runner's transaction, as TypeORM's commitTransaction does
-   * (its events included), and says whether Postgres did: COMMIT on a
-   * transaction that a statement left aborted rolls it back instead, and the
-   * reply says ROLLBACK. Reading that reply saves the claim a round trip
-   * that would otherwise ask first.
+   * Sends `prelude` (statements without parameters, their values quoted in),
+   * then BEGIN and the transaction's limits, in one round trip, and leaves
+   * the runner inside that transaction as startTransaction would. Returns
+   * the rows of each statement, the prelude's first.
    */
-  commit(): Promise<boolean>;
+  begin(prelude: string, backstopMs: number): Promise<unknown[][]>;
+  /** Rolls the transaction back and begins another, with its limits, in one round trip. */
+  restart(backstopMs: number): Promise<void>;
   /**
-   * Sends `script` (statements without parameters, their values quoted in)
-   * and a BEGIN after it, in one round trip, and leaves the runner inside
-   * that transaction as startTransaction would (its events included).
-   * Returns the rows of each statement, BEGIN's last.
+   * Commits, as TypeORM's commitTransaction does (its events included), then
+   * runs `after` (no parameters) in the same round trip; says whether
+   * Postgres committed: COMMIT on a transaction that a statement left
+   * aborted rolls it back instead, and the reply says ROLLBACK.
    */
-  beginAfter(script: string): Promise<unknown[][]>;
+  commit(after: string): Promise<boolean>;
+  /** Rolls back, if a transaction is open. Never throws. */
+  rollback(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
@@ -117,46 +111,60 @@ export interface ClaimConnection {
   release(): Promise<void>;
 }
 
+/**
+ * Postgres-side limits for the rest of a claim transaction, so that even a
+ * frozen process cannot hold its locks forever. Transaction-scoped (like SET
+ * LOCAL), so nothing outlives the transaction on a pooled server session.
+ */
+function limits(backstopMs: number): string {
+  const ms = `'${Math.min(2 ** 31 - 1, Math.max(1, Math.round(backstopMs)))}'`;
+  return `SELECT set_config('statement_timeout', ${ms}, true),
+    set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
+}
+
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
-  // connect() resolves to the pool's client (pg.PoolClient), the one the runner uses.
-  const client = (await runner.connect()) as PgClient & { end(): Promise<void> };
+  const client = await pgClientOf(runner);
+  const script = async (text: string): Promise<PgResult[]> => {
+    const reply = await client.query(text, undefined);
+    // pg answers a script of several statements with one result each.
+    return Array.isArray(reply) ? reply : [reply];
+  };
+  const begun = async (): Promise<void> => {
+    setTransactionBooks(runner, true, 1);
+    await broadcast(runner, 'AfterTransactionStart');
+  };
   return {
     runner,
     sql: {
       rows: async <T>(text: string, params: unknown[]) =>
-        (await client.query(text, params)).rows as T[],
+        ((await client.query(text, params)) as PgResult).rows as T[],
     },
-    async commit() {
-      await runner.broadcaster.broadcast('BeforeTransactionCommit');
-      const { command } = await client.query('COMMIT', undefined);
-      // The runner's books, as its commitTransaction or rollbackTransaction leaves them.
-      const books = runner as unknown as { isTransactionActive: boolean; transactionDepth: number };
-      books.isTransactionActive = false;
-      books.transactionDepth = 0;
-      const committed = command === 'COMMIT';
-      await runner.broadcaster.broadcast(
-        committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback',
-      );
+    async begin(prelude, backstopMs) {
+      await broadcast(runner, 'BeforeTransactionStart');
+      const results = await script(`${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}`);
+      await begun();
+      return results.map((result) => result.rows);
+    },
+    async restart(backstopMs) {
+      await broadcast(runner, 'BeforeTransactionRollback');
+      await script(`ROLLBACK; BEGIN; ${limits(backstopMs)}`);
+      // Subscribers hear the rollback with the books closed, then a new start.
+      setTransactionBooks(runner, false, 0);
+      await broadcast(runner, 'AfterTransactionRollback');
+      await broadcast(runner, 'BeforeTransactionStart');
+      await begun();
+    },
+    async commit(after) {
+      await broadcast(runner, 'BeforeTransactionCommit');
+      const [reply] = await script(`COMMIT; ${after}`);
+      setTransactionBooks(runner, false, 0);
+      const committed = reply.command === 'COMMIT';
+      await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
-    async beginAfter(script) {
-      // The runner's books, as its startTransaction leaves them.
-      const books = runner as unknown as { isTransactionActive: boolean; transactionDepth: number };
-      books.isTransactionActive = true;
-      await runner.broadcaster.broadcast('BeforeTransactionStart');
-      let results: Array<{ rows: unknown[] }>;
-      try {
-        const reply = await client.query(`${script}; BEGIN`, undefined);
-        // pg answers a script of several statements with one result each.
-        results = Array.isArray(reply) ? reply : [reply];
-      } catch (error) {
-        books.isTransactionActive = false;
-        throw error;
-      }
-      books.transactionDepth = 1;
-      await runner.broadcaster.broadcast('AfterTransactionStart');
-      return results.map((result) => result.rows);
+    async rollback() {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
     },
     literal: (value) => client.escapeLiteral(value),
     cutOff() {

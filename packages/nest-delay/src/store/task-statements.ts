@@ -1,6 +1,7 @@
 import type { TaskId, TaskRef } from '../task.types.js';
 import { PENDING, pendingIn } from './pending.js';
 import type { Sql } from './sql.js';
+import type { CancelAction, MoveAction } from '../transitions/task-transitions.js';
 import type { TaskRow } from './task-row.js';
 
 /** A task row and whether the action changed it (false: it was not in a state the action fits). */
@@ -49,38 +50,33 @@ export async function getTask(sql: Sql, ref: TaskRef): Promise<TaskRow | undefin
   return row;
 }
 
-/** A pending task stops being pending. */
-export async function cancelTask(sql: Sql, ref: TaskRef, now: Date) {
+/** cancel: a pending task stops being pending (see task-transitions.ts). */
+export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
-    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = NULL`, pendingIn('t')),
-    [...refParams(ref), now],
+    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t')),
+    [...refParams(ref), now, action.lockedBy],
   );
   return row;
 }
 
-/** A pending task moves to `dueAt`, held by `lockedBy` (this instance, or nobody). */
-export async function rescheduleTask(
-  sql: Sql,
-  ref: TaskRef,
-  dueAt: Date,
-  lockedBy: string | null,
-  now: Date,
-) {
+/** reschedule: a pending task moves to the action's due time and lease. */
+export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
     actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t')),
-    [...refParams(ref), dueAt, lockedBy, now],
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
   );
   return row;
 }
 
-/** A dead-lettered task back to pending, due now, with fresh attempts. */
-export async function retryDeadTask(sql: Sql, ref: TaskRef, lockedBy: string | null, now: Date) {
+/** revive: a dead-lettered task back to pending, at the action's due time, with fresh attempts. */
+export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
     actOnTask(
-      `dead_at = NULL, attempts = 0, interrupted_at = NULL, due_at = $4, updated_at = $4, locked_by = $3::text`,
+      `dead_at = NULL, attempts = 0, interrupted_at = NULL, due_at = $3, locked_by = $4::text,
+       updated_at = $5`,
       `t.dead_at IS NOT NULL`,
     ),
-    [...refParams(ref), lockedBy, now],
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
   );
   return row;
 }

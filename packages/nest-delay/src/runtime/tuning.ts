@@ -1,0 +1,39 @@
+/**
+ * The runtime's tuning constants, named and together (what they trade is
+ * said beside each). Measured effects belong in bench/HISTORY.md, not here.
+ */
+
+/** How long a handler gets after its signal aborts before its claim is cut off. */
+export const CUT_OFF_GRACE_MS = 1000;
+
+/**
+ * Postgres-side limits of a claim transaction (statement_timeout,
+ * idle_in_transaction_session_timeout) sit this far above the longest
+ * handler timeout plus the grace: a backstop for a frozen process, never
+ * reached by a live one.
+ */
+export const BACKSTOP_MARGIN_MS = 10_000;
+
+/**
+ * A claim that failed as a whole (the database unreachable) is retried after
+ * a tick, but never sooner than this: an outage is not hammered in a loop.
+ */
+export const FAILED_CLAIM_RETRY_MIN_MS = 1000;
+
+/**
+ * At stop, the notes of cut-off claims are deleted once the server has ended
+ * their sessions: tried this many times, this far apart. A note still locked
+ * then (a backend busy in a long statement) stays, and is charged later.
+ */
+export const FORGET_STOPPED_TRIES = 10;
+export const FORGET_STOPPED_INTERVAL_MS = 100;
+
+/** Rows one prune statement deletes: few locks, kept for a few milliseconds. */
+export const PRUNE_BATCH = 1000;
+
+/**
+ * After each full prune batch the pruner rests this many times as long as
+ * the batch took: a quarter of the database's time at most, so a backlog of
+ * millions does not crowd the claims.
+ */
+export const PRUNE_REST_PER_BATCH = 3;
