@@ -1,87 +1,62 @@
-import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, normalize } from 'node:path';
 import pg from 'pg';
 import { describeWithServer, serverUrl } from '../support/test-database.js';
+import { PROBE_APP_DEPS, probeAppSources } from './probe-app.js';
+import {
+  anchorsOf,
+  captionedFiles,
+  installLines,
+  relativeLinks,
+  withinRange,
+} from './readme-setup.js';
+import {
+  cleanUp,
+  expectOk,
+  lockedVersion,
+  npmInstall,
+  pack,
+  pkgDir,
+  root,
+  run,
+  type Step,
+} from './tarball.js';
 
 // The rest of the suite runs the package from source through path mappings;
 // only the packed tarball, installed where the workspace cannot be seen, shows
 // what a user of the published package gets.
 
 const TIMEOUT = 240_000;
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const pkgDir = join(root, 'packages/nest-delay');
 const pkgJson = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 
-/** `detail`: how it ended and the tail of its output, for a failure message. */
-type Step = { ok: boolean; output: string; detail: string };
-
-// What an outer `npm test -w x` exports (workspace, lifecycle) must not steer the
-// nested npm; its config (cache, registry, userconfig) still applies.
-const npmEnv = Object.fromEntries(
-  Object.entries(process.env).filter(
-    ([k]) => !/^npm_(?!config_)|^npm_config_workspaces?$/i.test(k),
-  ),
-);
-
-function run(label: string, cmd: string, args: string[], opts: SpawnSyncOptions): Step {
-  // SIGKILL on timeout: a process that does not exit must not hold the suite up.
-  const r = spawnSync(cmd, args, { env: npmEnv, ...opts, encoding: 'utf8', killSignal: 'SIGKILL' });
-  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  const how = r.error
-    ? `failed (${r.error.message}, limit ${opts.timeout} ms)`
-    : `exited ${r.status ?? r.signal}`;
-  const detail = `${label} ${how}\n--- output tail ---\n${output.slice(-4000)}`;
-  return { ok: !r.error && r.status === 0, output, detail };
-}
-
-function expectOk(step: Step | undefined, what: string): asserts step is Step {
-  if (!step) throw new Error(`${what}: not run, an earlier step failed (see that test)`);
-  if (!step.ok) throw new Error(step.detail);
-}
-
-let work: string | undefined;
-let packed: { tarball: string; files: string[]; unpacked: string } | undefined;
-
-/** Packs once for both describes; the unpacked copy is what the static check reads. */
-function pack(): NonNullable<typeof packed> {
-  if (packed) return packed;
-  if (!existsSync(join(pkgDir, 'dist/index.js'))) {
-    throw new Error(
-      'packages/nest-delay/dist/index.js is missing: run `npm run build` first (npm test does it in pretest)',
-    );
-  }
-  work = mkdtempSync(join(tmpdir(), 'nest-delay-pack-'));
-  const dest = join(work, 'pack');
-  mkdirSync(dest);
-  // --ignore-scripts: prepack would rebuild dist under tests that run it (pretest built it).
-  const step = run('npm pack', 'npm', ['pack', '--ignore-scripts', '--pack-destination', dest], {
-    cwd: pkgDir,
-    timeout: 60_000,
-  });
-  expectOk(step, 'npm pack');
-  const tgz = readdirSync(dest).find((f) => f.endsWith('.tgz'));
-  if (!tgz) throw new Error(`npm pack wrote no .tgz\n${step.detail}`);
-  const tarball = join(dest, tgz);
-  expectOk(run('tar', 'tar', ['-xzf', tarball, '-C', dest], { timeout: 30_000 }), 'tar -xzf');
-  // npm puts everything under package/; the list names files as package.json does.
-  const unpacked = join(dest, 'package');
-  const files = readdirSync(unpacked, { recursive: true, encoding: 'utf8' });
-  packed = { tarball, files, unpacked };
-  return packed;
-}
-
-afterAll(() => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+afterAll(cleanUp);
 
 const MUST_SHIP =
-  'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js';
+  'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js docs/how-it-works.md';
+
+/** A database of its own on the test server, dropped by `drop()`. */
+async function serverDatabase(prefix: string) {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>, url = serverUrl): Promise<T> => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const url = Object.assign(new URL(serverUrl!), { pathname: `/${name}` }).toString();
+  return {
+    url,
+    query: async (sql: string, params?: unknown[]) =>
+      admin(async (c) => (await c.query(sql, params)).rows, url),
+    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+  };
+}
 
 describe('nest-delay tarball contents', () => {
   // The package.json npm wrote into the tarball is the one users get.
@@ -90,7 +65,7 @@ describe('nest-delay tarball contents', () => {
   beforeAll(() => {
     files = pack().files;
     shipped = JSON.parse(readFileSync(join(pack().unpacked, 'package.json'), 'utf8'));
-  }, TIMEOUT);
+  }, TIMEOUT + 90_000);
 
   it.each(MUST_SHIP.split(' '))('contains %s', (file) => {
     expect(files).toContain(file);
@@ -130,113 +105,51 @@ describe('nest-delay tarball contents', () => {
     }
     expect(undeclared).toEqual([]);
   });
+
+  // The README's pages ship with it: a link that leaves the package or names
+  // a heading that is gone is a dead end for whoever reads it in node_modules.
+  it('links its markdown pages only to files and headings inside the tarball', () => {
+    const { unpacked } = pack();
+    const pages = files.filter((f) => f.endsWith('.md'));
+    const dead: string[] = [];
+    for (const page of pages) {
+      const text = readFileSync(join(unpacked, page), 'utf8');
+      for (const [path, anchor] of relativeLinks(text)) {
+        const target = path === '' ? page : normalize(join(dirname(page), path));
+        const where = `${page} → ${path}${anchor ? `#${anchor}` : ''}`;
+        if (target.startsWith('..') || !existsSync(join(unpacked, target))) dead.push(where);
+        else if (
+          anchor &&
+          !anchorsOf(readFileSync(join(unpacked, target), 'utf8')).includes(anchor)
+        )
+          dead.push(`${where} (no such heading)`);
+      }
+    }
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/how-it-works.md']));
+    expect(dead).toEqual([]);
+  });
 });
 
-const APP_DEPS = '@nestjs/common @nestjs/core @nestjs/typeorm typeorm pg reflect-metadata rxjs';
-
-/** The foreign app, as a user would write it: nothing from this repo but the tarball. */
-function appSources(): Record<string, string> {
-  return {
-    // Only Node's own types come from the repo: the app installs no @types/node.
-    'tsconfig.json': `{
-  "compilerOptions": {
-    "target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "lib": ["ES2023"],
-    "strict": true, "experimentalDecorators": true, "emitDecoratorMetadata": true,
-    "skipLibCheck": true, "rootDir": "src", "outDir": "dist",
-    "typeRoots": [${JSON.stringify(join(root, 'node_modules/@types'))}], "types": ["node"]
-  },
-  "include": ["src"]
-}`,
-    'src/probe.handler.ts': `
-import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
-import { DelayedTaskHandler } from 'nest-delay';
-
-@Injectable()
-export class ProbeHandler {
-  @DelayedTaskHandler('probe.ping')
-  async ping(_payload: unknown, context: { manager: EntityManager; task: { id: string } }): Promise<void> {
-    await context.manager.query('INSERT INTO probe_effect(task_id) VALUES ($1)', [context.task.id]);
-  }
-}
-`,
-    'src/app.module.ts': `
-import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { DelayModule, delayMigrations } from 'nest-delay';
-import { ProbeHandler } from './probe.handler.js';
-
-@Module({
-  imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...delayMigrations], migrationsRun: true, retryAttempts: 0 }),
-    DelayModule.forRoot({ tickMs: 50 }),
-  ],
-  providers: [ProbeHandler],
-})
-export class AppModule {}
-`,
-    'src/main.ts': `
-import 'reflect-metadata';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { NestFactory } from '@nestjs/core';
-import { DataSource } from 'typeorm';
-import { DelayService } from 'nest-delay';
-import { AppModule } from './app.module.js';
-
-const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
-app.enableShutdownHooks();
-const db = app.get(DataSource);
-await db.query('CREATE TABLE IF NOT EXISTS probe_effect (task_id bigint NOT NULL)');
-const delay = app.get(DelayService);
-const task = await delay.schedule({ type: 'probe.ping', delay: 200 });
-const effects = async (): Promise<number> => (await db.query('SELECT count(*)::int AS n FROM probe_effect'))[0].n;
-const deadline = Date.now() + 20_000;
-while ((await effects()) < 1 && Date.now() < deadline) await sleep(50);
-// Long enough for a second, wrong run of the same task to show up.
-await sleep(500);
-const [row] = await db.query('SELECT executed_at FROM delayed_task WHERE id = $1', [task.id]);
-console.log(JSON.stringify({ effects: await effects(), state: row?.executed_at ? 'executed' : 'not executed' }));
-await app.close();
-`,
-  };
-}
-
 describeWithServer('nest-delay installed from its tarball into a foreign Nest app', () => {
-  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
-  const dbName = `pk_${randomBytes(4).toString('hex')}`;
   // Built in beforeAll: without a server this body still runs, to collect the skipped tests.
-  let dbUrl: string;
+  let db: Awaited<ReturnType<typeof serverDatabase>>;
   const steps: Partial<Record<'install' | 'tsc' | 'app', Step>> = {};
   let appDir: string;
 
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>, url = serverUrl): Promise<T> => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
-
   // One pipeline, each step recorded: a failing step is reported by its own test.
   beforeAll(async () => {
-    dbUrl = Object.assign(new URL(serverUrl!), { pathname: `/${dbName}` }).toString();
-    await admin((c) => c.query(`CREATE DATABASE ${dbName}`));
-    const { tarball } = pack();
-    appDir = join(work!, 'app');
+    db = await serverDatabase('pk');
+    const { tarball, work } = pack();
+    appDir = join(work, 'app');
     mkdirSync(join(appDir, 'src'), { recursive: true });
-    // Versions the repo already locks, so npm finds them in its cache offline.
     const dependencies: Record<string, string> = { 'nest-delay': `file:${tarball}` };
-    for (const name of APP_DEPS.split(' '))
-      dependencies[name] = lock.packages[`node_modules/${name}`].version;
+    for (const name of PROBE_APP_DEPS) dependencies[name] = lockedVersion(name);
     const pkg = { name: 'probe-app', private: true, type: 'module', dependencies };
     writeFileSync(join(appDir, 'package.json'), JSON.stringify(pkg, null, 2));
-    for (const [file, text] of Object.entries(appSources()))
+    for (const [file, text] of Object.entries(probeAppSources(root)))
       writeFileSync(join(appDir, file), text);
 
-    const install = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'];
-    steps.install = run('npm install', 'npm', install, { cwd: appDir, timeout: 150_000 });
+    steps.install = npmInstall(appDir);
     if (!steps.install.ok) return;
     const tsc = join(root, 'node_modules/typescript/bin/tsc');
     steps.tsc = run('tsc', process.execPath, [tsc, '-p', join(appDir, 'tsconfig.json')], {
@@ -244,7 +157,7 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     });
     if (!steps.tsc.ok) return;
     // A bare environment: nothing from the test process (or npm) leaks into the app.
-    const env = { PATH: process.env.PATH ?? '', NO_COLOR: '1', DATABASE_URL: dbUrl };
+    const env = { PATH: process.env.PATH ?? '', NO_COLOR: '1', DATABASE_URL: db.url };
     steps.app = run('probe app', process.execPath, ['dist/main.js'], {
       cwd: appDir,
       env,
@@ -252,9 +165,7 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     });
   }, TIMEOUT + 90_000);
 
-  afterAll(async () => {
-    await admin((c) => c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`));
-  });
+  afterAll(() => db?.drop());
 
   it('installs the tarball, not the workspace or a registry copy', () => {
     expectOk(steps.install, 'npm install');
@@ -283,8 +194,108 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
   it("ran the package's migrations in the app's own DataSource", async () => {
     expectOk(steps.app, 'probe app');
     const sql = `SELECT to_regclass('delayed_task')::text AS t, array(SELECT name FROM migrations) AS names`;
-    const [row] = await admin(async (c) => (await c.query(sql)).rows, dbUrl);
+    const [row] = await db.query(sql);
     expect(row.t).toBe('delayed_task');
     expect(row.names).toContainEqual(expect.stringMatching(/^CreateDelayedTask/));
+  });
+});
+
+/** What the README's Getting started expects the app to have already. */
+const APP_HAS = [
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'reflect-metadata',
+  'rxjs',
+];
+const APP_HAS_DEV = ['@types/node'];
+/** The files the README's Getting started and Testing sections show, which the app is made of. */
+const README_FILES = [
+  'package.json',
+  'jest.config.js',
+  'tsconfig.json',
+  'src/app.module.ts',
+  'test/orders.spec.ts',
+];
+
+// The issue's stranger: a Nest app, the tarball, and the README's Getting
+// started and Testing sections followed to the letter, nothing else.
+describeWithServer("a Nest app following the package README's Getting started", () => {
+  const readme = readFileSync(join(pkgDir, 'README.md'), 'utf8');
+  let db: Awaited<ReturnType<typeof serverDatabase>>;
+  const steps: Partial<Record<'install' | 'tsc' | 'test', Step>> = {};
+  let appDir: string;
+
+  beforeAll(async () => {
+    db = await serverDatabase('gs');
+    const { tarball, work } = pack();
+    appDir = join(work, 'getting-started');
+    const dependencies: Record<string, string> = {};
+    const devDependencies: Record<string, string> = {};
+    for (const name of APP_HAS) dependencies[name] = lockedVersion(name);
+    for (const name of APP_HAS_DEV) devDependencies[name] = lockedVersion(name);
+    for (const { name, range, dev } of installLines(readme)) {
+      const version = name === 'nest-delay' ? `file:${tarball}` : lockedVersion(name);
+      if (name !== 'nest-delay' && !withinRange(version, range))
+        throw new Error(`README installs ${name}@${range}; the repo tests ${version}`);
+      (dev ? devDependencies : dependencies)[name] = version;
+    }
+    const files = captionedFiles(readme);
+    // The README's package.json is what to merge into the app's.
+    const pkg = {
+      name: 'getting-started-app',
+      private: true,
+      dependencies,
+      devDependencies,
+      ...JSON.parse(files.get('package.json') ?? '{}'),
+    };
+    for (const [file, text] of files) {
+      mkdirSync(join(appDir, dirname(file)), { recursive: true });
+      writeFileSync(join(appDir, file), file === 'package.json' ? JSON.stringify(pkg) : text);
+    }
+    steps.install = npmInstall(appDir);
+    if (!steps.install.ok) return;
+    // The README: "`npx tsc --noEmit` checks the types", with the app's own TypeScript.
+    const tsc = join(appDir, 'node_modules/typescript/bin/tsc');
+    steps.tsc = run('tsc --noEmit', process.execPath, [tsc, '--noEmit'], {
+      cwd: appDir,
+      timeout: 60_000,
+    });
+    // As the README runs it, in a bare environment; npm needs only PATH and HOME.
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      NO_COLOR: '1',
+      DATABASE_URL: db.url,
+    };
+    steps.test = run('npm test', 'npm', ['test'], { cwd: appDir, env, timeout: 90_000 });
+  }, TIMEOUT + 90_000);
+
+  afterAll(() => db?.drop());
+
+  it('shows every file the app needs, and the packages a fresh app already has', () => {
+    expect([...captionedFiles(readme).keys()]).toEqual(expect.arrayContaining(README_FILES));
+    const gettingStarted = readme.slice(readme.indexOf('## Getting started'));
+    for (const name of [...APP_HAS, ...APP_HAS_DEV])
+      expect(gettingStarted).toContain(`\`${name}\``);
+    expect(installLines(readme).map((i) => i.name)).toContain('nest-delay');
+  });
+
+  it('installs what the README names, at versions within its ranges', () => {
+    expectOk(steps.install, 'npm install');
+  });
+
+  it('type-checks', () => {
+    expectOk(steps.tsc, 'tsc --noEmit');
+  });
+
+  it("passes the README's test, against the database in DATABASE_URL", async () => {
+    expectOk(steps.test, 'npm test');
+    const summary = /Tests:\s+(.*)/.exec(steps.test.output)?.[1] ?? '';
+    expect({ summary, passed: /^\d+ passed, \d+ total$/.test(summary) }).toMatchObject({
+      passed: true,
+    });
+    // The handler's effect, seen from outside the app: it ran on this database.
+    expect(await db.query(`SELECT status FROM orders`)).toEqual([{ status: 'CLOSED' }]);
   });
 });
