@@ -3,9 +3,9 @@ import type { WindowPolicy } from '../runtime/window-policy.js';
 import type { TaskRow } from '../store/task-row.js';
 
 /**
- * Every change of a `delayed_task` row, decided here and nowhere else (the
- * package README's "How it works" has the table: transition, when,
- * statement). A decision is pure: the row as the claim or the caller read it,
+ * Every change of a `delayed_task` row, decided here and nowhere else
+ * (docs/how-it-works.md, "State transitions", has the table: transition,
+ * when, statement). A decision is pure: the row as the claim or the caller read it,
  * the time, and the window policy in, the row's new state out, `locked_by`
  * included; `store/transition-statements.ts` writes it in one statement.
  *
