@@ -43,9 +43,17 @@ export class InstanceView {
   @ApiProperty({
     type: Number,
     nullable: true,
-    description: "Its clock minus the database's at its last heartbeat, in ms",
+    description:
+      "The clock it runs on minus the database's at its last heartbeat, in ms: within a round trip when its system clock is corrected",
   })
   clockOffsetMs!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      "Its host's system clock minus the database's, in ms, as its heartbeats measure it: what the engine corrects. Null on a clock of its own (tests)",
+  })
+  systemClockOffsetMs!: number | null;
 }
 
 export class TaskDetailsView {

@@ -11,6 +11,12 @@ export interface DelayStats extends ExecutionCounts {
   instanceId: string;
   /** Started and not stopping: it fires, claims and loads. */
   running: boolean;
+  /**
+   * The correction this instance adds to its system clock to read the
+   * database's time (DatabaseClock), and the round trip it was measured
+   * with; undefined on a clock of its own (a test's ManualClock).
+   */
+  clock: { correctionMs: number; roundTripMs: number | undefined } | undefined;
   lease: {
     /** Its last heartbeat reached the database and has not run out (by the module's clock). */
     live: boolean;

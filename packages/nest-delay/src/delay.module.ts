@@ -1,7 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { DelayAdmin } from './admin/delay-admin.service.js';
-import { CLOCK, SystemClock } from './clock/index.js';
+import type { DataSource } from 'typeorm';
+import { CLOCK } from './clock/index.js';
+import { DELAY_DATA_SOURCE } from './delay.tokens.js';
+import { measuredDatabaseClock } from './runtime/clock-watch.js';
+import { Database } from './store/sql.js';
 import {
   DELAY_ASYNC_OPTIONS_TYPE,
   DELAY_MODULE_OPTIONS,
@@ -25,7 +29,13 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    { provide: CLOCK, useClass: SystemClock },
+    // The database's time, read through this process's monotonic clock (see
+    // DatabaseClock), measured before any provider that reads it is built.
+    {
+      provide: CLOCK,
+      useFactory: (dataSource: DataSource) => measuredDatabaseClock(new Database(dataSource)),
+      inject: [DELAY_DATA_SOURCE],
+    },
     { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
     HandlerRegistry,
     DelayExplorer,

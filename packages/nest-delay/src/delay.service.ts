@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DatabaseClock } from './clock/index.js';
 import { DelayValidationError } from './errors/delay-validation.error.js';
 import { TaskNotFoundError } from './errors/task-not-found.error.js';
 import { TaskStateError } from './errors/task-state.error.js';
@@ -242,6 +243,10 @@ export class DelayService {
       drainingBacklog: backlog.busy,
       instanceId: ctx.options.instanceId,
       running: this.runtime.running,
+      clock:
+        ctx.clock instanceof DatabaseClock
+          ? { correctionMs: ctx.clock.correctionMs, roundTripMs: ctx.clock.roundTripMs }
+          : undefined,
       lease: {
         live: this.runtime.running && expiresAt !== undefined && expiresAt > nowMs,
         expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),

@@ -160,18 +160,32 @@ function instances(list, nowMs) {
         el('span', { class: 'muted' }, ` until ${clock(i.leaseUntil)}`),
       ),
       el('td', { class: 'num' }, `${number(i.held)}${i.heldCapped ? '+' : ''}`),
-      el(
-        'td',
-        { class: 'num' },
-        i.clockOffsetMs === null
-          ? '–'
-          : `${i.clockOffsetMs > 0 ? '+' : ''}${duration(i.clockOffsetMs)}`,
-      ),
+      clockCell(i),
       el('td', { class: 'muted' }, relative(i.heartbeatAt, nowMs)),
     ),
   );
   $('instances').tBodies[0].replaceChildren(...rows);
   $('instances-note').textContent = `${list.filter((i) => i.live).length} live of ${list.length}`;
+}
+
+/**
+ * Its host's clock against the database's: what the engine corrects, and
+ * what remains of it in the clock the engine runs on (a clock of its own in
+ * tests is shown as it is, uncorrected).
+ */
+function clockCell(i) {
+  const signed = (ms) => `${ms > 0 ? '+' : ''}${duration(ms)}`;
+  if (i.systemClockOffsetMs !== null && i.systemClockOffsetMs !== undefined)
+    return el(
+      'td',
+      {
+        class: 'num',
+        title: `the engine runs ${i.clockOffsetMs === null ? '?' : signed(i.clockOffsetMs)} off the database's clock`,
+      },
+      signed(i.systemClockOffsetMs),
+      el('span', { class: 'muted' }, ' corrected'),
+    );
+  return el('td', { class: 'num' }, i.clockOffsetMs === null ? '–' : signed(i.clockOffsetMs));
 }
 
 function types(counts) {

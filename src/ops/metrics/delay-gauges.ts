@@ -31,6 +31,11 @@ export class DelayGauges implements OnModuleInit {
     stat('delay_runtime_running', '1 while the delay runtime fires and claims', () =>
       Number(this.delay.stats().running),
     );
+    stat(
+      'delay_clock_correction_ms',
+      "Added to this host's system clock to read the database's time (0 on a clock of its own)",
+      () => this.delay.stats().clock?.correctionMs ?? 0,
+    );
     stat('delay_lease_live', "1 while this instance's lease is renewed and unexpired", () =>
       Number(this.delay.stats().lease.live),
     );

@@ -31,10 +31,17 @@ export interface InstanceInfo {
   held: number;
   heldCapped: boolean;
   /**
-   * Its clock minus the database's at its last heartbeat (off by at most the
-   * statement's one-way latency); null before its first beat since the upgrade.
+   * The clock it runs on minus the database's at its last heartbeat (off by
+   * at most the statement's one-way latency): within a round trip when its
+   * clock is corrected; null before its first beat since the upgrade.
    */
   clockOffsetMs: number | null;
+  /**
+   * Its host's system clock minus the database's, as its heartbeats measure
+   * it: what it corrects (see DatabaseClock). Null on a clock of its own (a
+   * test's ManualClock) or before its first beat since the upgrade.
+   */
+  systemClockOffsetMs: number | null;
 }
 
 /** A task and who holds it. */

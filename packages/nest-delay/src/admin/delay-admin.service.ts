@@ -164,6 +164,7 @@ export class DelayAdmin {
         row.db_heartbeat_at === null
           ? null
           : row.heartbeat_at.getTime() - row.db_heartbeat_at.getTime(),
+      systemClockOffsetMs: row.clock_correction_ms === null ? null : -row.clock_correction_ms,
     };
   }
 }

@@ -3,6 +3,7 @@ import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedA
 import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
 import { DelayRetention1764100000000 } from './1764100000000-DelayRetention.js';
 import { DelayInstanceClock1764200000000 } from './1764200000000-DelayInstanceClock.js';
+import { DelayClockCorrection1764300000000 } from './1764300000000-DelayClockCorrection.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -18,4 +19,5 @@ export const delayMigrations = [
   DelayAttempts1764000000000,
   DelayRetention1764100000000,
   DelayInstanceClock1764200000000,
+  DelayClockCorrection1764300000000,
 ];

@@ -6,14 +6,14 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { CLOCK, SystemClock, type Clock } from '../clock/index.js';
+import { CLOCK, DatabaseClock, SystemClock, type Clock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
 import { DELAY_DATA_SOURCE, DELAY_OPTIONS } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
-import { databaseNow } from '../store/lease-statements.js';
+import { databaseNowMs } from '../store/lease-statements.js';
 import { Database } from '../store/sql.js';
 import { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext } from './delay-context.js';
@@ -23,6 +23,8 @@ import { Pruner } from './pruner.js';
 import { TaskWheel } from './task-wheel.js';
 import { WindowLoader } from './window-loader.js';
 import { WindowPolicy } from './window-policy.js';
+import { clockMessage, sampleDatabaseClock } from './clock-watch.js';
+import { START_CLOCK_SAMPLES } from './tuning.js';
 
 /**
  * The services behind DelayService, started at application bootstrap (after
@@ -58,7 +60,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   ) {
     const logger = new Logger('DelayModule');
     this.ctx = {
-      clock: clock ?? new SystemClock(),
+      clock: clock ?? new DatabaseClock(new SystemClock()),
       options,
       concurrency: options.concurrency ?? defaultConcurrency(dataSource),
       logger,
@@ -82,7 +84,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
 
   async onApplicationBootstrap(): Promise<void> {
     this.ctx.db.guardConnections();
-    await this.reportClockOffset();
+    await this.reportClock();
     this.ctx.policy.setRunning(true);
     // Only an observer needs to hear of callers' commits.
     if (this.ctx.options.observer) this.ctx.afterCommit.attach();
@@ -152,17 +154,26 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     }
   }
 
-  private async reportClockOffset(): Promise<void> {
+  /**
+   * A DatabaseClock was measured when it was made (measuredDatabaseClock):
+   * say how far the system clock is off. A test's own clock governs alone;
+   * its distance from the database's is only reported.
+   */
+  private async reportClock(): Promise<void> {
+    const { clock, db, logger } = this.ctx;
     try {
-      const { clock } = this.ctx;
+      // Measured here too when the runtime made its own (no CLOCK provider).
+      if (clock instanceof DatabaseClock) {
+        if (!clock.measured) await sampleDatabaseClock(clock, db, START_CLOCK_SAMPLES);
+        logger.log(clockMessage(clock));
+        return;
+      }
       const before = clock.now();
-      const dbNow = (await databaseNow(this.ctx.db.pool)).getTime();
-      const after = clock.now();
-      const offset = dbNow - (before + after) / 2;
-      const message = `Database clock minus app clock: ${Math.round(offset)} ms (round trip ${Math.round(after - before)} ms)`;
-      if (Math.abs(offset) > 2_000 && clock instanceof SystemClock)
-        this.ctx.logger.warn(`${message}; due times follow the app's clock`);
-      else this.ctx.logger.log(message);
+      const databaseMs = await databaseNowMs(db.pool);
+      const offset = databaseMs - (before + clock.now()) / 2;
+      logger.log(
+        `Database clock minus the module's clock: ${Math.round(offset)} ms (a clock of its own: not corrected)`,
+      );
     } catch (error) {
       throw new Error(`DelayModule cannot reach its database: ${errorText(error)}`, {
         cause: error,

@@ -1,4 +1,4 @@
-import { SystemClock } from '../clock/index.js';
+import { DatabaseClock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import {
   heartbeat,
@@ -10,13 +10,12 @@ import {
 import { forgetSettledAttempts } from '../store/attempt-statements.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
+import { ClockWatch } from './clock-watch.js';
 import { PeriodicRound } from './periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
 
 /** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
 const ORPHAN_SWEEP_EVERY = 6;
-/** App-to-database clock offset worth an alarm: leases and due times compare clocks. */
-const CLOCK_OFFSET_LIMIT_MS = 2_000;
 
 /**
  * This instance's lease in `delay_instance`, and the takeover of instances
@@ -24,7 +23,7 @@ const CLOCK_OFFSET_LIMIT_MS = 2_000;
  * does not cost it) it renews its row; instances that stopped beating have
  * their tasks freed, and the backlog drainer and the loader pick them up at
  * once. It also sweeps for tasks leased to instances that left no row at all,
- * and watches the app's clock against the database's.
+ * and feeds the database's clock to a DatabaseClock at every beat.
  */
 export class InstanceLease implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -32,7 +31,8 @@ export class InstanceLease implements LifecycleService {
   private lastBeatAtMs: number | undefined;
   /** After a jump of the clock: the expiry cutoff held until `untilMs` (see expiryCutoff). */
   private jump: { cutoffMs: number; untilMs: number } | undefined;
-  private clockWarned = false;
+  /** Set when the module runs on the database's time (not a test's clock of its own). */
+  private readonly clockWatch: ClockWatch | undefined;
   /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
   private releaseAtStop = true;
   /** Until when the last heartbeat that reached the database keeps the lease (by the clock). */
@@ -43,6 +43,7 @@ export class InstanceLease implements LifecycleService {
     private readonly backlog: BacklogDrainer,
     private readonly loader: WindowLoader,
   ) {
+    if (ctx.clock instanceof DatabaseClock) this.clockWatch = new ClockWatch(ctx.clock, ctx.logger);
     this.rounds = new PeriodicRound(
       ctx.clock,
       ctx.options.heartbeatMs,
@@ -98,15 +99,22 @@ export class InstanceLease implements LifecycleService {
     const { clock, options, db } = this.ctx;
     const nowMs = clock.now();
     const expiredBefore = new Date(this.expiryCutoff(nowMs));
-    const { expired, dbNow } = await heartbeat(
+    const corrected = clock instanceof DatabaseClock ? clock : undefined;
+    const sentMs = corrected?.localNow();
+    const { expired, databaseMs } = await heartbeat(
       db.pool,
       options.instanceId,
       new Date(nowMs),
       new Date(nowMs + options.leaseMs),
       expiredBefore,
+      corrected ? corrected.correctionMs : null,
     );
     this.expiresAtMs = nowMs + options.leaseMs;
-    this.watchClock(dbNow.getTime() - (nowMs + clock.now()) / 2);
+    // Every heartbeat is a sample of the database's clock (see DatabaseClock).
+    if (corrected && sentMs !== undefined) {
+      corrected.sample({ sentMs, databaseMs, receivedMs: corrected.localNow() });
+      this.clockWatch?.check();
+    }
     if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
       await releaseOrphans(db.pool, expiredBefore);
       await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
@@ -146,24 +154,5 @@ export class InstanceLease implements LifecycleService {
     if (this.jump && nowMs < this.jump.untilMs) return Math.min(nowMs, this.jump.cutoffMs);
     this.jump = undefined;
     return nowMs;
-  }
-
-  /**
-   * Due times and leases are compared with each instance's own clock, so a
-   * clock that drifted from the database's (and so from the other instances')
-   * deserves a loud message; it is checked at every heartbeat, not only at start.
-   */
-  private watchClock(offsetMs: number): void {
-    // A ManualClock is meant to be far from the database's.
-    if (!(this.ctx.clock instanceof SystemClock)) return;
-    const large = Math.abs(offsetMs) > CLOCK_OFFSET_LIMIT_MS;
-    if (large && !this.clockWarned) {
-      this.ctx.logger.error(
-        `App clock is ${Math.round(-offsetMs)} ms off the database's: due times and leases may be off by as much across instances`,
-      );
-    } else if (!large && this.clockWarned) {
-      this.ctx.logger.log(`App clock is back within ${CLOCK_OFFSET_LIMIT_MS} ms of the database's`);
-    }
-    this.clockWarned = large;
   }
 }

@@ -37,3 +37,12 @@ export const PRUNE_BATCH = 1000;
  * millions does not crowd the claims.
  */
 export const PRUNE_REST_PER_BATCH = 3;
+
+/**
+ * Readings of the database's clock at start, before anything is leased or
+ * fired: the correction starts from the one with the shortest round trip.
+ */
+export const START_CLOCK_SAMPLES = 3;
+
+/** A correction of the system clock this large is logged: the host's clock needs attention. */
+export const CLOCK_CORRECTION_ALARM_MS = 2_000;

@@ -95,13 +95,14 @@ export interface InstanceRow {
   heartbeat_at: Date;
   lease_until: Date;
   db_heartbeat_at: Date | null;
+  clock_correction_ms: number | null;
   held: number;
 }
 
 /** Every instance with a lease row, live or expired, by id; `held`: tasks leased to it, counted through the lease index. */
 export function listInstances(sql: Sql, heldLimit: number) {
   return sql.rows<InstanceRow>(
-    `SELECT i.id, i.started_at, i.heartbeat_at, i.lease_until, i.db_heartbeat_at,
+    `SELECT i.id, i.started_at, i.heartbeat_at, i.lease_until, i.db_heartbeat_at, i.clock_correction_ms,
             (SELECT count(*)::int FROM (
                SELECT 1 FROM delayed_task t WHERE t.locked_by = i.id AND ${PENDING} LIMIT $1
              ) held_rows) AS held
@@ -114,7 +115,7 @@ export function listInstances(sql: Sql, heldLimit: number) {
 /** One instance's lease row with its held count, or undefined when it has none (gone, or never was). */
 export async function getInstance(sql: Sql, id: string, heldLimit: number) {
   const [row] = await sql.rows<InstanceRow>(
-    `SELECT i.id, i.started_at, i.heartbeat_at, i.lease_until, i.db_heartbeat_at,
+    `SELECT i.id, i.started_at, i.heartbeat_at, i.lease_until, i.db_heartbeat_at, i.clock_correction_ms,
             (SELECT count(*)::int FROM (
                SELECT 1 FROM delayed_task t WHERE t.locked_by = i.id AND ${PENDING} LIMIT $2
              ) held_rows) AS held

@@ -6,8 +6,10 @@ import type { DueRow } from './task-row.js';
  * Renews this instance's lease and, in the same round trip, lists instances
  * whose lease ran out before `expiredBefore` (they died or stalled): their
  * tasks are up for takeover.
- * Also returns the database's clock, to keep an eye on the app's offset, and
- * records it beside the app's (`db_heartbeat_at`) for others to read.
+ * Also returns the database's clock (epoch ms, to the microsecond), the
+ * sample DatabaseClock corrects this instance's clock with, and records it
+ * beside the instance's (`db_heartbeat_at`) with the correction in use, for
+ * others to read.
  */
 export async function heartbeat(
   sql: Sql,
@@ -15,21 +17,27 @@ export async function heartbeat(
   now: Date,
   leaseUntil: Date,
   expiredBefore: Date,
+  clockCorrectionMs: number | null,
 ) {
-  const [row] = await sql.rows<{ expired: string[]; db_now: Date }>(
+  const [row] = await sql.rows<{ expired: string[]; db_now_ms: number }>(
     `WITH beat AS (
-       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until, db_heartbeat_at)
-       VALUES ($1, $2, $2, $3, now())
+       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until, db_heartbeat_at,
+                                   clock_correction_ms)
+       VALUES ($1, $2, $2, $3, now(), $5::float8)
        ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
-         lease_until = EXCLUDED.lease_until, db_heartbeat_at = EXCLUDED.db_heartbeat_at
+         lease_until = EXCLUDED.lease_until, db_heartbeat_at = EXCLUDED.db_heartbeat_at,
+         clock_correction_ms = EXCLUDED.clock_correction_ms
        RETURNING id
      )
-     SELECT now() AS db_now,
+     SELECT ${DATABASE_NOW_MS} AS db_now_ms,
             ARRAY(SELECT id FROM delay_instance WHERE lease_until < $4 AND id <> $1) AS expired`,
-    [instanceId, now, leaseUntil, expiredBefore],
+    [instanceId, now, leaseUntil, expiredBefore, clockCorrectionMs],
   );
-  return { expired: row.expired, dbNow: row.db_now };
+  return { expired: row.expired, databaseMs: row.db_now_ms };
 }
+
+/** The database's clock as epoch milliseconds, read when evaluated (not at transaction start). */
+const DATABASE_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8`;
 
 /** Frees the tasks of instances whose lease expired (still, before `expiredBefore`) and forgets them. */
 export async function releaseExpiredInstances(
@@ -105,8 +113,8 @@ export function leaseDueTasks(
   );
 }
 
-/** The database's clock, to measure how far the app's clock is from it. */
-export async function databaseNow(sql: Sql): Promise<Date> {
-  const [row] = await sql.rows<{ now: Date }>(`SELECT now() AS now`, []);
-  return row.now;
+/** The database's clock (epoch ms), to measure how far the app's clock is from it. */
+export async function databaseNowMs(sql: Sql): Promise<number> {
+  const [row] = await sql.rows<{ now_ms: number }>(`SELECT ${DATABASE_NOW_MS} AS now_ms`, []);
+  return row.now_ms;
 }
