@@ -14,10 +14,12 @@ import {
 import { DelayExplorer } from './delay.explorer.js';
 import { resolveDelayOptions } from './delay.options.js';
 import { DelayService } from './delay.service.js';
-import { DELAY_OPTIONS } from './delay.tokens.js';
+import { DELAY_OPTIONS, DELAY_TRACING } from './delay.tokens.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { assertKnownAsyncOptions } from './option-keys.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
+import { loadTaskTracing } from './tracing/task-tracing.js';
+import type { ResolvedDelayOptions } from './delay.options.js';
 
 /**
  * `DelayModule.forRoot({ ...options, dataSource?, isGlobal? })` or
@@ -37,6 +39,13 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
       inject: [DELAY_DATA_SOURCE],
     },
     { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
+    // The optional peer @opentelemetry/api, imported here once if it is installed and tracing is on.
+    {
+      provide: DELAY_TRACING,
+      useFactory: async (options: ResolvedDelayOptions) =>
+        (await loadTaskTracing(options.tracing, options.instanceId)) ?? null,
+      inject: [DELAY_OPTIONS],
+    },
     HandlerRegistry,
     DelayExplorer,
     DelayRuntime,

@@ -78,6 +78,12 @@ export interface DelayModuleOptions {
   retention?: RetentionPolicy;
   /** Told of every task's lifecycle after commit (metrics, events); see DelayObserver. */
   observer?: DelayObserver;
+  /**
+   * OpenTelemetry tracing (default true): with `@opentelemetry/api` installed
+   * and an SDK registered, a task keeps the trace context it was scheduled in
+   * and its handler's span continues it. `false` never loads the API.
+   */
+  tracing?: boolean;
 }
 
 export interface ResolvedDelayOptions {
@@ -100,6 +106,7 @@ export interface ResolvedDelayOptions {
   keepDeadMs: number | null;
   pruneEveryMs: number;
   observer: DelayObserver | undefined;
+  tracing: boolean;
 }
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -187,6 +194,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     keepDeadMs: keepFor(options.retention?.dead, 'retention.dead', '30d'),
     pruneEveryMs: positiveDuration(options.retention?.interval, 'retention.interval', '1m'),
     observer: observerOption(options.observer),
+    tracing: booleanOption(options.tracing, 'tracing', true),
   };
 }
 
@@ -198,6 +206,14 @@ function observerOption(observer: DelayObserver | undefined): DelayObserver | un
     );
   }
   return observer;
+}
+
+function booleanOption(value: boolean | undefined, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`DelayModule option ${name} must be true or false; got ${String(value)}`);
+  }
+  return value;
 }
 
 const DEFAULT_BACKOFF: Backoff = { baseMs: 1000, maxMs: 3_600_000, jitter: 0.2 };

@@ -68,10 +68,17 @@ export class DelayService {
     const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, manager !== undefined);
     const now = new Date(nowMs);
     const sql = this.db.in(manager);
+    // The caller's trace goes with the task, to its handler's span.
+    const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const row =
       req.key === null
-        ? newTaskRow(await insertUnkeyedTask(sql, req, lockedBy, now), req, lockedBy, now)
-        : await insertTask(sql, req, lockedBy, now);
+        ? newTaskRow(
+            await insertUnkeyedTask(sql, req, lockedBy, now, traceContext),
+            req,
+            lockedBy,
+            now,
+          )
+        : await insertTask(sql, req, lockedBy, now, traceContext);
     this.wheel.track(row, manager !== undefined);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
@@ -106,16 +113,18 @@ export class DelayService {
     const lockedBy = leaseFor(this.policy, nowMs, nowMs, manager !== undefined);
     const now = new Date(nowMs);
     const horizon = new Date(this.policy.horizonMs(nowMs));
+    const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const unkeyed = reqs.every((req) => req.key === null);
     const rows = unkeyed
-      ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon)).map((id, i): BulkRow => ({
+      ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext)).map(
+          (id, i): BulkRow => ({
           id,
           key: null,
           due_at: new Date(reqs[i].dueAtMs),
           locked_by: this.policy.isWithinWindow(reqs[i].dueAtMs, nowMs) ? lockedBy : null,
           n: i + 1,
         }))
-      : await insertTasks(sql, reqs, lockedBy, now, horizon);
+      : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
     for (const row of rows) {
       if (manager && this.policy.isRunning)
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());

@@ -3,3 +3,6 @@ export const DELAY_DATA_SOURCE = Symbol('DELAY_DATA_SOURCE');
 
 /** The module's options resolved once, with every default filled in. */
 export const DELAY_OPTIONS = Symbol('DELAY_OPTIONS');
+
+/** The package's OpenTelemetry side (TaskTracing), or null: tracing off, or no `@opentelemetry/api`. */
+export const DELAY_TRACING = Symbol('DELAY_TRACING');

@@ -24,6 +24,7 @@ const MODULE_KEYS = Object.keys({
   handlerTimeout: 1,
   retention: 1,
   observer: 1,
+  tracing: 1,
 } satisfies Record<keyof DelayModuleOptions, 1>);
 const RETRY_KEYS = Object.keys({
   maxAttempts: 1,

@@ -4,6 +4,7 @@ import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
 import { DelayRetention1764100000000 } from './1764100000000-DelayRetention.js';
 import { DelayInstanceClock1764200000000 } from './1764200000000-DelayInstanceClock.js';
 import { DelayClockCorrection1764300000000 } from './1764300000000-DelayClockCorrection.js';
+import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContext.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -20,4 +21,5 @@ export const delayMigrations = [
   DelayRetention1764100000000,
   DelayInstanceClock1764200000000,
   DelayClockCorrection1764300000000,
+  DelayTraceContext1764400000000,
 ];

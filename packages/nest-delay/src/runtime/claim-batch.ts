@@ -8,6 +8,7 @@ import type { ClaimConnection } from '../store/sql.js';
 import { toTask, type TaskRow } from '../store/task-row.js';
 import { writeCharge, writeFate } from '../store/transition-statements.js';
 import { TaskOutcome } from '../task-outcome.js';
+import type { PassSpans } from '../tracing/pass-spans.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import {
@@ -15,6 +16,7 @@ import {
   complete,
   discard,
   fail,
+  hasAttemptsLeft,
   noteChargeReason,
   snooze,
   type Fate,
@@ -82,12 +84,16 @@ export class ClaimBatch {
     // Optimistic even for one task: a success, the common case, then pays no
     // savepoint round trips, which a task fired alone at its due time would
     // feel as lateness; a failure costs one rollback, never a second run.
-    const first = await this.pass(connection, ids, plan, undefined);
+    // The handlers' spans, when an OpenTelemetry SDK records them (see PassSpans).
+    const spans = this.ctx.tracing?.pass();
+    const first = await this.pass(connection, ids, plan, undefined, spans);
     if (!(first instanceof Redo)) return first;
+    // The runs it undid end as rolled back; the failures it knows keep their spans.
+    spans?.rolledBack(first.failures.keys());
     // The note is still there and still locked: the rollback restored it,
     // and its lock is dropped only after a commit (unlockNoteOnceGone).
     await connection.restart(this.backstopMs);
-    const result = await this.pass(connection, ids, plan, first.failures);
+    const result = await this.pass(connection, ids, plan, first.failures, spans);
     if (result instanceof Redo) throw new Error('a fenced batch cannot be redone');
     return { ...result, rerun: true };
   }
@@ -98,6 +104,7 @@ export class ClaimBatch {
     ids: TaskId[],
     plan: ClaimPlan,
     known: Map<TaskId, Fate> | undefined,
+    spans: PassSpans | undefined,
   ): Promise<BatchResult | Redo> {
     const { sql } = connection;
     try {
@@ -111,12 +118,15 @@ export class ClaimBatch {
       );
       claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
       const fates = known
-        ? await this.runFenced(connection, claimed, plan.nowMs, known)
-        : await this.runOptimistic(connection, claimed, plan.nowMs);
+        ? await this.runFenced(connection, claimed, plan.nowMs, known, spans)
+        : await this.runOptimistic(connection, claimed, plan.nowMs, spans);
       if (fates instanceof Redo) return fates;
       // A handler may have swallowed a database error: then COMMIT rolls
       // everything back instead, and the batch runs again fenced.
-      if (!(await connection.commit(unlockNoteOnceGone(plan.noteId)))) return new Redo(new Map());
+      // A task claimed alone: its COMMIT shows under its span too.
+      const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
+      if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
+      spans?.committed([...exhausted, ...fates]);
       for (const fate of [...exhausted, ...fates]) this.log(fate);
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
@@ -128,6 +138,10 @@ export class ClaimBatch {
       // A cut-off connection is gone, its transaction with it: nothing to roll back.
       if (error instanceof HandlerCutOff) connection.cutOff();
       else await connection.rollback();
+      // Charged by the executor: retried, or dead-lettered when it was the last attempt.
+      if (error instanceof HandlerCutOff)
+        spans?.cutOff(error.row.id, hasAttemptsLeft(error.row) ? 'retry' : 'dead', error.message);
+      spans?.rolledBack();
       throw error;
     }
   }
@@ -161,14 +175,15 @@ export class ClaimBatch {
     connection: ClaimConnection,
     claimed: ClaimRow[],
     nowMs: number,
+    spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
     const fates: Fate[] = [];
     const now = new Date(nowMs);
     for (const row of claimed) {
-      let fate = await this.attempt(connection, row, nowMs);
+      let fate = await this.attempt(connection, row, nowMs, spans);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
-        await writeFate(connection.sql, fate, now);
+        await within(spans, row.id, () => writeFate(connection.sql, fate, now));
       } catch (error) {
         // Its fate could not be written: it left the transaction aborted.
         fate = fail(row, leftAborted(error), nowMs, this.rules);
@@ -184,6 +199,7 @@ export class ClaimBatch {
     claimed: ClaimRow[],
     nowMs: number,
     known: Map<TaskId, Fate>,
+    spans: PassSpans | undefined,
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     for (const [index, row] of claimed.entries()) {
@@ -198,9 +214,9 @@ export class ClaimBatch {
           `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
         );
       // A task that already failed this attempt is not run a second time in it.
-      const fate = known.get(row.id) ?? (await this.attempt(connection, row, nowMs));
+      const fate = known.get(row.id) ?? (await this.attempt(connection, row, nowMs, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
-      fates.push(await this.write(connection, fate, nowMs));
+      fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
@@ -253,7 +269,13 @@ export class ClaimBatch {
    * complete, or what its TaskOutcome asks, or a failure (retry or exhaust).
    * Throws HandlerCutOff when the handler outlived its timeout and grace.
    */
-  private async attempt(connection: ClaimConnection, row: ClaimRow, nowMs: number): Promise<Fate> {
+  private async attempt(
+    connection: ClaimConnection,
+    row: ClaimRow,
+    nowMs: number,
+    spans: PassSpans | undefined,
+  ): Promise<Fate> {
+    spans?.open(row, nowMs);
     const handler = this.registry.get(row.type);
     if (!handler) return discard(row, noHandlerAtRun(row.type));
     const { manager } = connection.runner;
@@ -264,7 +286,7 @@ export class ClaimBatch {
         (controller) =>
           // In the task's scope: whatever the handler logs names the task.
           runInTaskScope(scopeOf(row), () =>
-            call(() =>
+            call(spans, row.id, () =>
               handler.fn(row.payload, {
                 task: toTask(row),
                 manager,
@@ -282,6 +304,7 @@ export class ClaimBatch {
         () => new HandlerCutOff(row, handler.timeoutMs),
       );
     } catch (error) {
+      spans?.failed(row.id, error);
       if (error instanceof HandlerCutOff) throw error;
       return fail(row, errorText(error), nowMs, this.rules);
     }
@@ -326,13 +349,21 @@ function leftAborted(error: unknown): string {
   );
 }
 
-/** A handler's result as a promise: one that throws before its first await rejects it. */
-function call(fn: () => unknown): Promise<unknown> {
+/**
+ * A handler's result as a promise: one that throws before its first await
+ * rejects it. With spans, it runs under its task's: what it does nests there.
+ */
+function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Promise<unknown> {
   try {
-    return Promise.resolve(fn());
+    return Promise.resolve(spans ? spans.within(id, fn) : fn());
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** `fn` under the task's span, when there are spans. */
+function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
+  return spans ? spans.within(id, fn) : fn();
 }
 
 function scopeOf(row: TaskRow): CurrentTask {

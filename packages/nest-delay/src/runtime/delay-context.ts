@@ -4,6 +4,7 @@ import type { ResolvedDelayOptions } from '../delay.options.js';
 import type { AfterCommit } from '../observer/after-commit.js';
 import type { ObserverCalls } from '../observer/observer-calls.js';
 import type { Database } from '../store/sql.js';
+import type { TaskTracing } from '../tracing/task-tracing.js';
 import type { WindowPolicy } from './window-policy.js';
 
 /** What every lifecycle service of the runtime shares, instead of long constructor lists. */
@@ -19,6 +20,8 @@ export interface DelayContext {
   readonly observer: ObserverCalls;
   /** Defers a notification about a write in a caller's transaction until it commits. */
   readonly afterCommit: AfterCommit;
+  /** Trace contexts kept with tasks and handlers' spans; undefined without OpenTelemetry. */
+  readonly tracing: TaskTracing | undefined;
 }
 
 /**

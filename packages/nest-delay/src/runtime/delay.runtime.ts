@@ -9,12 +9,13 @@ import type { DataSource } from 'typeorm';
 import { CLOCK, DatabaseClock, SystemClock, type Clock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
-import { DELAY_DATA_SOURCE, DELAY_OPTIONS } from '../delay.tokens.js';
+import { DELAY_DATA_SOURCE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
 import { databaseNowMs } from '../store/lease-statements.js';
 import { Database } from '../store/sql.js';
+import type { TaskTracing } from '../tracing/task-tracing.js';
 import { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext } from './delay-context.js';
 import { Executor } from './executor.js';
@@ -56,6 +57,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(DELAY_OPTIONS) options: ResolvedDelayOptions,
     @Inject(DELAY_DATA_SOURCE) dataSource: DataSource,
     @Inject(CLOCK) clock: Clock | undefined,
+    @Inject(DELAY_TRACING) tracing: TaskTracing | null,
     private readonly registry: HandlerRegistry,
   ) {
     const logger = new Logger('DelayModule');
@@ -68,6 +70,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       policy: new WindowPolicy(options),
       observer: new ObserverCalls(options.observer, logger),
       afterCommit: new AfterCommit(dataSource),
+      tracing: tracing ?? undefined,
     };
     // The wheel's output is the executor's input; read when a tick fires, after both exist.
     this.wheel = new TaskWheel(this.ctx, (ids) => this.executor.enqueue(ids));

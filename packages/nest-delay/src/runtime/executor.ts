@@ -133,7 +133,9 @@ export class Executor implements LifecycleService {
   private launch(ids: TaskId[], alone: boolean): void {
     this.inFlight++;
     this.aloneInFlight = alone;
-    void this.claim(ids, alone).finally(() => {
+    const claim = () => this.claim(ids, alone);
+    const { tracing } = this.ctx;
+    void (tracing ? tracing.detached(claim) : claim()).finally(() => {
       this.queue.claimEnded(ids);
       this.inFlight--;
       if (alone) this.aloneInFlight = false;

@@ -2,9 +2,12 @@ import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from './pending.js';
 import type { Sql } from './sql.js';
 import type { DueRow, TaskRow } from './task-row.js';
+import type { TraceCarrier } from '../tracing/trace-carrier.js';
 
 /** A claimed row: the task with `executed_at` set and this attempt counted. */
 export interface ClaimRow extends TaskRow {
+  /** The trace context it was scheduled in (kept through retries, snoozes and revives). */
+  trace_context: TraceCarrier | null;
   /** Set when its last attempt was cut off: it may only run alone. */
   interrupted_at: Date | null;
 }
@@ -60,7 +63,7 @@ export async function claimTasks(
        UPDATE delayed_task t
        SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
-       RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error,
+       RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
@@ -97,6 +100,7 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     type: row.type,
     key: row.key,
     payload: row.payload,
+    trace_context: row.trace_context,
     due_at: toDate(row.due_at),
     executed_at: toDateOrNull(row.executed_at),
     cancelled_at: toDateOrNull(row.cancelled_at),

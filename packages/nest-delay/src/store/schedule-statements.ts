@@ -4,6 +4,7 @@ import type { TaskId } from '../task.types.js';
 import { PENDING } from './pending.js';
 import type { Sql } from './sql.js';
 import type { TaskRow } from './task-row.js';
+import type { TraceCarrier } from '../tracing/trace-carrier.js';
 
 /**
  * One task in one statement, whatever its key finds. Without a key it is a
@@ -14,26 +15,38 @@ import type { TaskRow } from './task-row.js';
  * atomically, so a task that finishes meanwhile cannot make this fail or loop.
  * `lockedBy` is the instance whose wheel will hold it, or null. `inserted`
  * (xmax is 0 only for a row this statement inserted) tells a new task from a
- * key's existing one, for the observer's "scheduled".
+ * key's existing one, for the observer's "scheduled". `traceContext` is the
+ * caller's (see TaskTracing.capture); a replace takes the new caller's.
  */
 export async function insertTask(
   sql: Sql,
   req: NormalizedRequest,
   lockedBy: string | null,
   now: Date,
+  traceContext: TraceCarrier | null = null,
 ): Promise<InsertedRow> {
   const onKey =
     req.ifExists === 'replace'
       ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
-         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at`
+         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
+         trace_context = EXCLUDED.trace_context`
       : `key = EXCLUDED.key`;
   const [row] = await sql.rows<InsertedRow>(
-    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7)
+    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
      RETURNING *, (xmax = 0) AS inserted`,
-    [req.type, req.key, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
+    [
+      req.type,
+      req.key,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+    ],
   );
   return row;
 }
@@ -48,12 +61,13 @@ export async function insertUnkeyedTask(
   req: NormalizedRequest,
   lockedBy: string | null,
   now: Date,
+  traceContext: TraceCarrier | null = null,
 ): Promise<TaskId> {
   const [row] = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
-     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6)
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb)
      RETURNING id`,
-    [req.type, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now],
+    [req.type, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now, traceContext],
   );
   return row.id;
 }
@@ -102,7 +116,7 @@ export interface BulkRow {
  * Many tasks in one statement (arrays zipped by unnest). A key that is already
  * pending, or repeated within the batch, keeps its first task: those requests
  * return no row. Only tasks due before `horizon` are leased to `lockedBy`;
- * the rest wait for a loader.
+ * the rest wait for a loader. Every row takes the caller's `traceContext`.
  *
  * Each returned row names its request: a keyed row by its key (unique among
  * the inserted), an unkeyed one by rank, since the rows are inserted in
@@ -114,15 +128,16 @@ export function insertTasks(
   lockedBy: string | null,
   now: Date,
   horizon: Date,
+  traceContext: TraceCarrier | null = null,
 ): Promise<BulkRow[]> {
   return sql.rows<BulkRow>(
     `WITH input AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])
          WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, n)
      ), inserted AS (
-       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
        SELECT type, key, payload::jsonb, due_at, max_attempts,
-              CASE WHEN due_at < $8 THEN $6::text END, $7, $7
+              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb
        FROM input ORDER BY n
        ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
        RETURNING id, key, due_at, locked_by
@@ -144,6 +159,7 @@ export function insertTasks(
       lockedBy,
       now,
       horizon,
+      traceContext,
     ],
   );
 }
@@ -166,12 +182,13 @@ export async function insertUnkeyedTasks(
   lockedBy: string | null,
   now: Date,
   horizon: Date,
+  traceContext: TraceCarrier | null = null,
 ): Promise<TaskId[]> {
   const rows = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at)
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
      SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
             ($4::int[])[least(n, cardinality($4::int[]))],
-            CASE WHEN due_at < $7 THEN $5::text END, $6, $6
+            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb
      FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
           LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
      ORDER BY n
@@ -184,6 +201,7 @@ export async function insertUnkeyedTasks(
       lockedBy,
       now,
       horizon,
+      traceContext,
     ],
   );
   return rows.map((row) => row.id).sort(compareIds);

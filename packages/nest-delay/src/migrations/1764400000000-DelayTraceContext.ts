@@ -1,0 +1,22 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Version 7: the W3C trace context a task was scheduled in (`traceparent`,
+ * and `tracestate` when there is one), so that the span of its handler,
+ * hours or days later and on any instance, continues the trace of the
+ * request that scheduled it. Null when the task was scheduled outside a
+ * span, or with tracing off.
+ */
+export class DelayTraceContext1764400000000 implements MigrationInterface {
+  name = 'DelayTraceContext1764400000000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `ALTER TABLE delayed_task ADD COLUMN IF NOT EXISTS trace_context jsonb NULL`,
+    );
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`ALTER TABLE delayed_task DROP COLUMN IF EXISTS trace_context`);
+  }
+}
