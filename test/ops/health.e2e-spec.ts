@@ -4,7 +4,8 @@ import pg from 'pg';
 import request from 'supertest';
 import { useOrdersApp } from '../orders/orders-api.js';
 import { createTestApp } from '../support/app-factory.js';
-import { createTestDatabase, describeWithServer, serverUrl } from '../support/test-database.js';
+import { eventually } from '../app/app-process.js';
+import { adminUrl, createTestDatabase, describeWithServer } from '../support/test-database.js';
 
 describe('probes', () => {
   const ctx = useOrdersApp();
@@ -89,7 +90,7 @@ describeWithServer('readiness without the database', () => {
     const db = await createTestDatabase();
     const t = await createTestApp(db);
     const name = new URL(db.url).pathname.slice(1);
-    const admin = new pg.Client({ connectionString: serverUrl });
+    const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     const http = request(t.app.getHttpServer());
     try {
@@ -103,7 +104,12 @@ describeWithServer('readiness without the database', () => {
       expect(res.body.error.database).toMatchObject({ status: 'down' });
       await http.get('/health/live').expect(200);
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
-      const back = await http.get('/health/ready');
+      // At once directly; behind a pooler, at its next login (server_login_retry).
+      const back = await eventually(
+        () => http.get('/health/ready'),
+        (res) => res.status === 200,
+        5_000,
+      );
       expect(back.body.info?.database).toMatchObject({ status: 'up' });
     } finally {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => undefined);

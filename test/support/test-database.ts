@@ -7,7 +7,9 @@ import {
 
 /**
  * One database per test file: on the server in TEST_DATABASE_URL (created
- * here, dropped in `drop()`), or an in-memory PGlite when it is unset.
+ * here, dropped in `drop()`), or an in-memory PGlite when it is unset. When
+ * TEST_DATABASE_URL is a pooler (`npm run test:pgbouncer`), databases are
+ * created and dropped on the server itself, TEST_ADMIN_DATABASE_URL.
  */
 export interface TestDatabase {
   url: string;
@@ -18,6 +20,8 @@ export interface TestDatabase {
 }
 
 export const serverUrl = process.env.TEST_DATABASE_URL;
+/** Where databases are created, dropped and watched: the server, never a pooler in front of it. */
+export const adminUrl = process.env.TEST_ADMIN_DATABASE_URL ?? serverUrl;
 
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (!serverUrl) {
@@ -25,7 +29,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return { url: embedded.url, isServer: false, poolSize: 1, drop: () => embedded.stop() };
   }
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
+  const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -39,7 +43,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     isServer: true,
     poolSize: 10,
     async drop() {
-      const client = new pg.Client({ connectionString: serverUrl });
+      const client = new pg.Client({ connectionString: adminUrl });
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
