@@ -1,0 +1,74 @@
+// `npm run test:pgbouncer`: the app's end-to-end suites and the fault tests
+// a second time, through PgBouncer in transaction mode with a small pool, in
+// front of the server in TEST_DATABASE_URL, as most managed Postgres
+// offerings run it. A change that keeps state on a session across
+// transactions (a session lock, a plain SET, LISTEN, a named prepared
+// statement) fails here. Each test file's database is still created and
+// dropped on the server itself (TEST_ADMIN_DATABASE_URL). Needs a build
+// (`npm test` makes one); extra arguments go to Jest.
+import { spawn } from 'node:child_process';
+import process from 'node:process';
+import { findPgbouncer, startPgbouncer } from './pgbouncer.mjs';
+
+/** Server connections per test database: fewer than one app's pool of ten. */
+const POOL_SIZE = 4;
+
+/**
+ * Not run again here, each for its reason:
+ * - unit specs (under src/ and packages/) and test/project: no database;
+ * - test/package: the tarball and the README's code, the database path is the same;
+ * - database-restart, tls, pooler: they start a server or a pooler of their own;
+ * - connection-loss: terminates one backend of the app's pool by its pid; behind
+ *   a pooler that backend is the pooler's, and the app hears the pooler instead;
+ * - attempt-notes: drives the note statements by hand, one round trip each on a
+ *   raw client that holds a note's session lock between them, which no
+ *   transaction pooler keeps on one server session (the engine sends them in
+ *   one message with their transaction: test/delay/pooler.e2e-spec.ts).
+ */
+const LEFT_OUT = [
+  'test/project/',
+  'test/package/',
+  'test/app/database-restart',
+  'test/app/tls',
+  'test/delay/pooler',
+  'test/delay/connection-loss',
+  'test/delay/attempt-notes',
+];
+/** Tests on the embedded PGlite never reach the server, so not the pooler either. */
+const NOT_ON_THE_SERVER = '^(?!.*on the embedded database)';
+
+const serverUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const { missing } = findPgbouncer();
+if (missing) {
+  console.error(`Cannot run the suites through PgBouncer: ${missing}`);
+  process.exit(1);
+}
+const pgbouncer = await startPgbouncer({ serverUrl, poolMode: 'transaction', poolSize: POOL_SIZE });
+console.log(
+  `PgBouncer in transaction mode (default_pool_size ${POOL_SIZE}) at ${pgbouncer.url}, in front of ${serverUrl}`,
+);
+
+/** Paths under this repo's folder, as Jest matches them (absolute). */
+const repo = process.cwd().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const jest = spawn(
+  process.execPath,
+  [
+    '--expose-gc',
+    '--experimental-vm-modules',
+    '--no-warnings=ExperimentalWarning',
+    'node_modules/jest/bin/jest.js',
+    `^${repo}/test/`,
+    '--testPathIgnorePatterns',
+    ...LEFT_OUT.map((path) => `^${repo}/${path}`),
+    '--testNamePattern',
+    NOT_ON_THE_SERVER,
+    ...process.argv.slice(2),
+  ],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, TEST_DATABASE_URL: pgbouncer.url, TEST_ADMIN_DATABASE_URL: serverUrl },
+  },
+);
+const code = await new Promise((resolve) => jest.once('exit', (status) => resolve(status ?? 1)));
+await pgbouncer.stop();
+process.exit(code);
