@@ -41,7 +41,10 @@ function asPostgres(bin: string, tool: string, args: string[]): void {
   }
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/** `settings`: more server parameters for its command line (ssl, ssl_cert_file, hba_file...). */
+export async function startPrivatePostgres(
+  settings: Record<string, string> = {},
+): Promise<PrivatePostgres> {
   const { bin, missing } = findServerBinaries();
   if (!bin) throw new Error(missing);
   const dir = mkdtempSync(join(tmpdir(), 'nest-delay-pg-'));
@@ -49,7 +52,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const data = join(dir, 'data');
   const port = await freePort();
   asPostgres(bin, 'initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const options = [
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+    ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`),
+  ].join(' ');
   const start = () =>
     asPostgres(bin, 'pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
   start();
