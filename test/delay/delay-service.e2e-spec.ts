@@ -569,7 +569,10 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       failed: 0,
       deadLettered: 0,
       snoozed: 0,
-      byType: { 'test.effect': { executed: 20, failed: 0, deadLettered: 0, snoozed: 0 } },
+      skipped: 0,
+      byType: {
+        'test.effect': { executed: 20, failed: 0, deadLettered: 0, snoozed: 0, skipped: 0 },
+      },
     });
     const counts = await Promise.all(results.map((r) => effects(r.id)));
     expect(counts.every((n) => n === 1)).toBe(true);
@@ -579,6 +582,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         'failed',
         'deadLettered',
         'snoozed',
+        'skipped',
         'batches',
         'reruns',
         'byType',
@@ -628,12 +632,19 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     // One transaction: the optimistic pass failed, the fenced rerun committed.
     expect(after.batches - before.batches).toBe(1);
     expect(after.reruns - before.reruns).toBe(1);
-    expect(report).toMatchObject({ executed: 4, failed: 2, deadLettered: 1, snoozed: 0 });
+    expect(report).toMatchObject({
+      executed: 4,
+      failed: 2,
+      deadLettered: 1,
+      snoozed: 0,
+      skipped: 0,
+    });
     expect(report.byType['vanished.type']).toEqual({
       executed: 0,
       failed: 0,
       deadLettered: 1,
       snoozed: 0,
+      skipped: 0,
     });
     const counts = await Promise.all(tasks.map((task) => effects(task.id)));
     // Task 4's handler wrote its effect, then hid a failed statement: undone, and retried.
@@ -697,6 +708,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       failed: 0,
       deadLettered: 1,
       snoozed: 0,
+      skipped: 0,
     });
     expect(await t.delay.get({ id })).toMatchObject({
       state: 'dead',

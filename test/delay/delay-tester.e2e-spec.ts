@@ -158,6 +158,7 @@ describe('DelayTester.advance / advanceTo / runDue', () => {
       failed: 0,
       deadLettered: 0,
       snoozed: 0,
+      skipped: 0,
       byType: {},
     });
     const report = await t.tester.advanceTo(new Date(start + 48 * HOUR));
@@ -167,9 +168,10 @@ describe('DelayTester.advance / advanceTo / runDue', () => {
       failed: 0,
       deadLettered: 0,
       snoozed: 1,
+      skipped: 0,
       byType: {
-        'test.effect': { executed: 1, failed: 0, deadLettered: 0, snoozed: 0 },
-        'tester.snooze': { executed: 0, failed: 0, deadLettered: 0, snoozed: 1 },
+        'test.effect': { executed: 1, failed: 0, deadLettered: 0, snoozed: 0, skipped: 0 },
+        'tester.snooze': { executed: 0, failed: 0, deadLettered: 0, snoozed: 1, skipped: 0 },
       },
     });
     expect(await t.effects(task.id)).toBe(1);

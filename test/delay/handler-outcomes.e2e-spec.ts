@@ -59,6 +59,7 @@ const counts = (c: Partial<RunReport> = {}) => ({
   failed: 0,
   deadLettered: 0,
   snoozed: 0,
+  skipped: 0,
   ...c,
 });
 
@@ -258,9 +259,12 @@ describe('handler context', () => {
       'attempt',
       'instanceId',
       'manager',
+      'occurrence',
       'signal',
       'task',
     ]);
+    // Set for an occurrence of a recurring schedule only.
+    expect(context.occurrence).toBeUndefined();
     expect(context.signal.aborted).toBe(false);
     expect(context.attempt).toBe(1);
     expect(context.instanceId).toBe('outcomes');

@@ -20,6 +20,8 @@ import { assertKnownAsyncOptions } from './option-keys.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { loadTaskTracing } from './tracing/task-tracing.js';
 import type { ResolvedDelayOptions } from './delay.options.js';
+import { DelaySchedules } from './schedules/delay-schedules.service.js';
+import { ScheduleRegistry } from './schedules/schedule-registry.js';
 
 /**
  * `DelayModule.forRoot({ ...options, dataSource?, isGlobal? })` or
@@ -47,12 +49,14 @@ import type { ResolvedDelayOptions } from './delay.options.js';
       inject: [DELAY_OPTIONS],
     },
     HandlerRegistry,
+    ScheduleRegistry,
     DelayExplorer,
     DelayRuntime,
     DelayService,
+    DelaySchedules,
     DelayAdmin,
   ],
-  exports: [DelayService, DelayAdmin, CLOCK],
+  exports: [DelayService, DelaySchedules, DelayAdmin, CLOCK],
 })
 export class DelayModule extends DelayConfigurableModule {
   static forRootAsync(options: typeof DELAY_ASYNC_OPTIONS_TYPE): DynamicModule {

@@ -118,12 +118,13 @@ export class DelayService {
     const rows = unkeyed
       ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext)).map(
           (id, i): BulkRow => ({
-          id,
-          key: null,
-          due_at: new Date(reqs[i].dueAtMs),
-          locked_by: this.policy.isWithinWindow(reqs[i].dueAtMs, nowMs) ? lockedBy : null,
-          n: i + 1,
-        }))
+            id,
+            key: null,
+            due_at: new Date(reqs[i].dueAtMs),
+            locked_by: this.policy.isWithinWindow(reqs[i].dueAtMs, nowMs) ? lockedBy : null,
+            n: i + 1,
+          }),
+        )
       : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
     for (const row of rows) {
       if (manager && this.policy.isRunning)

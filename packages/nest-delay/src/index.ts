@@ -3,6 +3,17 @@
 export { DelayModule } from './delay.module.js';
 export type { DelayModuleExtras } from './delay.module-definition.js';
 export { DelayService } from './delay.service.js';
+export { DelaySchedules } from './schedules/delay-schedules.service.js';
+export { RecurringTask } from './schedules/recurring-task.decorator.js';
+export type {
+  CatchUp,
+  Occurrence,
+  RecurringTaskOptions,
+  ScheduleDefinition,
+  ScheduleInfo,
+  ScheduleRule,
+} from './schedules/schedule.types.js';
+export { ScheduleNotFoundError } from './errors/schedule-not-found.error.js';
 export { DelayAdmin } from './admin/delay-admin.service.js';
 export type {
   InstanceInfo,

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { Duration } from './duration.js';
+import type { Occurrence } from './schedules/schedule.types.js';
 
 /** JSON as Postgres' jsonb stores it. */
 export type JsonValue =
@@ -81,4 +82,6 @@ export interface TaskContext<P = JsonValue> {
   signal: AbortSignal;
   /** The instance running it (DelayModule option instanceId). */
   instanceId: string;
+  /** For an occurrence of a recurring schedule: which, when it was due by its rule, and the one before. */
+  occurrence?: Occurrence;
 }

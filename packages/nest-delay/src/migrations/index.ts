@@ -5,6 +5,7 @@ import { DelayRetention1764100000000 } from './1764100000000-DelayRetention.js';
 import { DelayInstanceClock1764200000000 } from './1764200000000-DelayInstanceClock.js';
 import { DelayClockCorrection1764300000000 } from './1764300000000-DelayClockCorrection.js';
 import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContext.js';
+import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -22,4 +23,5 @@ export const delayMigrations = [
   DelayInstanceClock1764200000000,
   DelayClockCorrection1764300000000,
   DelayTraceContext1764400000000,
+  DelaySchedules1764500000000,
 ];

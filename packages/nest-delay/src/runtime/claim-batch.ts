@@ -4,6 +4,8 @@ import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from '../store/attempt-statements.js';
 import { claimTasks, type ClaimRow } from '../store/claim-statements.js';
+import { earlierOccurrenceRetrying } from '../store/recurring-statements.js';
+import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';
 import { toTask, type TaskRow } from '../store/task-row.js';
 import { writeCharge, writeFate } from '../store/transition-statements.js';
@@ -18,6 +20,7 @@ import {
   fail,
   hasAttemptsLeft,
   noteChargeReason,
+  skip,
   snooze,
   type Fate,
   type TransitionRules,
@@ -278,6 +281,15 @@ export class ClaimBatch {
     spans?.open(row, nowMs);
     const handler = this.registry.get(row.type);
     if (!handler) return discard(row, noHandlerAtRun(row.type));
+    const occurrence = occurrenceOf(row);
+    if (
+      occurrence &&
+      (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
+    )
+      return skip(
+        row,
+        'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
+      );
     const { manager } = connection.runner;
     const { instanceId } = this.ctx.options;
     let returned: unknown;
@@ -292,6 +304,7 @@ export class ClaimBatch {
                 manager,
                 attempt: row.attempts,
                 instanceId,
+                occurrence,
                 // Built when read (see withDeadline): most handlers never look.
                 get signal() {
                   return controller.signal;
@@ -364,6 +377,15 @@ function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Prom
 /** `fn` under the task's span, when there are spans. */
 function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
   return spans ? spans.within(id, fn) : fn();
+}
+
+function occurrenceOf(row: ClaimRow): Occurrence | undefined {
+  if (row.schedule_name === null || row.occurrence_at === null) return undefined;
+  return {
+    schedule: row.schedule_name,
+    scheduledAt: row.occurrence_at,
+    previousAt: row.previous_occurrence_at,
+  };
 }
 
 function scopeOf(row: TaskRow): CurrentTask {

@@ -21,6 +21,8 @@ import type { DelayContext } from './delay-context.js';
 import { Executor } from './executor.js';
 import { InstanceLease } from './instance-lease.js';
 import { Pruner } from './pruner.js';
+import { SchedulePlanner } from './schedule-planner.js';
+import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { TaskWheel } from './task-wheel.js';
 import { WindowLoader } from './window-loader.js';
 import { WindowPolicy } from './window-policy.js';
@@ -37,6 +39,7 @@ import { START_CLOCK_SAMPLES } from './tuning.js';
  * - `wheel`    fires each held task at its due time
  * - `executor` claims fired tasks in batches and runs their handlers
  * - `pruner`   deletes finished tasks past their retention
+ * - `planner`  turns recurring schedules into tasks, a window ahead
  *
  * Each has the same start/stop and shares one context; dependencies point
  * one way (lease → backlog, loader → backlog → executor → wheel), and the
@@ -51,6 +54,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly loader: WindowLoader;
   readonly lease: InstanceLease;
   readonly pruner: Pruner;
+  readonly planner: SchedulePlanner;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
 
   constructor(
@@ -59,6 +63,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(CLOCK) clock: Clock | undefined,
     @Inject(DELAY_TRACING) tracing: TaskTracing | null,
     private readonly registry: HandlerRegistry,
+    schedules: ScheduleRegistry,
   ) {
     const logger = new Logger('DelayModule');
     this.ctx = {
@@ -79,6 +84,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog);
     this.lease = new InstanceLease(this.ctx, this.backlog, this.loader);
     this.pruner = new Pruner(this.ctx);
+    this.planner = new SchedulePlanner(this.ctx, registry, schedules, this.loader);
   }
 
   get running(): boolean {
@@ -97,6 +103,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     // Whatever fell due while no instance ran is run straight from the table.
     await this.backlog.start();
     await this.loader.start();
+    await this.planner.start();
     await this.wheel.start();
     await this.pruner.start();
     this.ctx.logger.log(
@@ -124,6 +131,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.state = 'stopping';
     this.ctx.policy.setRunning(false);
     await this.pruner.stop();
+    await this.planner.stop();
     await this.wheel.stop();
     await this.loader.stop();
     await this.executor.stop();
@@ -144,10 +152,19 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
    */
   async settle(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    // Occurrences due by now become tasks first (the planner's own timer may not have run).
+    if (this.running) await this.planner.runNow();
     for (;;) {
       if (!this.running) return;
       const fired = this.wheel.turnNow();
-      if (fired === 0 && !this.loader.busy && !this.backlog.busy && this.executor.idle) return;
+      if (
+        fired === 0 &&
+        !this.loader.busy &&
+        !this.backlog.busy &&
+        !this.planner.busy &&
+        this.executor.idle
+      )
+        return;
       if (Date.now() > deadline) {
         throw new Error(
           `DelayModule did not settle within ${timeoutMs} ms (${this.executor.queuedCount} queued)`,

@@ -9,6 +9,8 @@ export interface TypeCounts {
   /** Out of attempts, discarded by their handler, or without a handler. */
   deadLettered: number;
   snoozed: number;
+  /** Occurrences of a schedule skipped because an earlier one was still pending (overlap 'skip'). */
+  skipped: number;
 }
 
 export interface ExecutionCounts extends TypeCounts {
@@ -24,9 +26,16 @@ const KEY: Record<Fate['transition'], keyof TypeCounts> = {
   discard: 'deadLettered',
   exhaust: 'deadLettered',
   snooze: 'snoozed',
+  skip: 'skipped',
 };
 
-const zero = (): TypeCounts => ({ executed: 0, failed: 0, deadLettered: 0, snoozed: 0 });
+const zero = (): TypeCounts => ({
+  executed: 0,
+  failed: 0,
+  deadLettered: 0,
+  snoozed: 0,
+  skipped: 0,
+});
 
 /** Counters in memory (per instance, as metrics expect), never a count over the table. */
 export class ExecutionStats {

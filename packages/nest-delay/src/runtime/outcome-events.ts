@@ -8,6 +8,7 @@ const HOOK = {
   discard: 'onDeadLettered',
   exhaust: 'onDeadLettered',
   snooze: 'onSnoozed',
+  skip: 'onCancelled',
 } as const satisfies Record<Fate['transition'], string>;
 
 /**
@@ -54,5 +55,8 @@ export function reportFate(observer: ObserverCalls, fate: Fate, claimMs: number)
       return;
     case 'snooze':
       observer.emit('onSnoozed', { ...base, until: new Date(fate.dueAtMs) });
+      return;
+    case 'skip':
+      observer.emit('onCancelled', { id: row.id, type: row.type, key: row.key, dueAt: row.due_at });
   }
 }

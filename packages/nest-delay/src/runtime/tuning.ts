@@ -46,3 +46,6 @@ export const START_CLOCK_SAMPLES = 3;
 
 /** A correction of the system clock this large is logged: the host's clock needs attention. */
 export const CLOCK_CORRECTION_ALARM_MS = 2_000;
+
+/** Schedules one planning transaction locks at most; a full page is followed by another. */
+export const SCHEDULES_PER_PLAN = 100;

@@ -10,6 +10,10 @@ export interface ClaimRow extends TaskRow {
   trace_context: TraceCarrier | null;
   /** Set when its last attempt was cut off: it may only run alone. */
   interrupted_at: Date | null;
+  /** An occurrence of a recurring schedule: its name, its instant and the one before. */
+  schedule_name: string | null;
+  occurrence_at: Date | null;
+  previous_occurrence_at: Date | null;
 }
 
 /** What one claim statement took, and what it left for a claim of its own. */
@@ -67,7 +71,9 @@ export async function claimTasks(
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
-                 ${epochMs('t.interrupted_at')} AS interrupted_at
+                 ${epochMs('t.interrupted_at')} AS interrupted_at, t.schedule_name,
+                 ${epochMs('t.occurrence_at')} AS occurrence_at,
+                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at
      )
      SELECT claimed.*, left_over.deferred
      FROM (SELECT ARRAY(SELECT id FROM due WHERE id NOT IN (SELECT id FROM runnable)) AS deferred) left_over
@@ -112,6 +118,9 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     created_at: toDate(row.created_at),
     updated_at: toDate(row.updated_at),
     interrupted_at: toDateOrNull(row.interrupted_at),
+    schedule_name: row.schedule_name,
+    occurrence_at: toDateOrNull(row.occurrence_at),
+    previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
   };
 }
 

@@ -67,7 +67,15 @@ export async function insertUnkeyedTask(
     `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
      VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb)
      RETURNING id`,
-    [req.type, req.payloadJson, new Date(req.dueAtMs), req.maxAttempts, lockedBy, now, traceContext],
+    [
+      req.type,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+    ],
   );
   return row.id;
 }

@@ -30,6 +30,13 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
          WHERE id = $1`,
         [id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now],
       );
+    case 'skip':
+      return sql.rows(
+        `UPDATE delayed_task
+         SET executed_at = NULL, cancelled_at = $3, last_error = $2, locked_by = NULL, updated_at = $3
+         WHERE id = $1`,
+        [id, fate.reason, now],
+      );
     case 'discard':
     case 'exhaust':
       // Kept, marked and visible, never deleted: for inspection and a revive.

@@ -44,7 +44,7 @@ export function leaseFor(
 // ---------------------------------------------------------------- the claim's outcomes
 
 /** The end of one claimed attempt: what the claim transaction commits for the task. */
-export type Fate = Complete | Retry | Snooze | Discard | Exhaust;
+export type Fate = Complete | Retry | Snooze | Discard | Exhaust | Skip;
 
 interface FateOf {
   /** The row as claimed (this attempt counted). */
@@ -83,6 +83,19 @@ export interface Exhaust extends FateOf {
   readonly transition: 'exhaust';
   readonly reason: string;
   readonly attempts: number;
+}
+
+/**
+ * An occurrence of a schedule with overlap 'skip' that came due while an
+ * earlier one is still retrying: cancelled without running.
+ */
+export interface Skip extends FateOf {
+  readonly transition: 'skip';
+  readonly reason: string;
+}
+
+export function skip(row: TaskRow, reason: string): Skip {
+  return { transition: 'skip', row, reason };
 }
 
 export function complete(row: TaskRow): Complete {

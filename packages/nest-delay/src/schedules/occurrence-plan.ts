@@ -1,0 +1,74 @@
+import type { Recurrence } from './recurrence.js';
+
+/** What to do with occurrences missed while no instance ran (or while paused). */
+export type CatchUp = 'skip' | 'one' | 'all';
+
+export interface PlanPolicy {
+  catchUp: CatchUp;
+  /** With `all`: run at most this many missed occurrences, the latest ones. */
+  catchUpCap: number;
+}
+
+export interface OccurrencePlan {
+  /** Occurrences to insert as tasks, in order, each with the one before it. */
+  run: Array<{ atMs: number; previousMs: number | null }>;
+  /** Past occurrences the policy dropped. */
+  missed: number;
+  /** The first occurrence not planned: the schedule's next. */
+  nextMs: number | undefined;
+}
+
+/** Planned occurrences of one schedule per round at most: a 1-second schedule plans a few rounds ahead. */
+export const MAX_PLANNED_PER_ROUND = 1000;
+/** Past occurrences walked at most to apply a catch-up policy; beyond, the walk jumps to now. */
+const MAX_WALKED = 1_000_000;
+
+/**
+ * The occurrences of a schedule from its next one (`nextMs`) up to the
+ * planning horizon. Those already more than `graceMs` past are missed ones
+ * (no instance ran, or the schedule was paused): `skip` drops them all, `one`
+ * runs the latest, `all` runs the latest `catchUpCap`. Each planned
+ * occurrence carries the one before it in the schedule's sequence
+ * (`previousMs`, whether that one ran or was missed; null for the first
+ * ever). Pure: the time and the schedule in, the plan out.
+ */
+export function planOccurrences(
+  recurrence: Recurrence,
+  nextMs: number,
+  lastMs: number | null,
+  nowMs: number,
+  horizonMs: number,
+  graceMs: number,
+  policy: PlanPolicy,
+): OccurrencePlan {
+  const past: OccurrencePlan['run'] = [];
+  const keep = policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;
+  let missed = 0;
+  let at: number | undefined = nextMs;
+  // The occurrence before `at` in the schedule's sequence, whether it ran or not.
+  let previous = lastMs;
+  let walked = 0;
+  // Missed ones: keep the latest `keep`, count the rest.
+  while (at !== undefined && at < nowMs - graceMs) {
+    if (++walked > MAX_WALKED) {
+      // A long outage of a frequent schedule: what is left is missed, uncounted.
+      previous = null;
+      at = recurrence.next(nowMs - graceMs - 1);
+      break;
+    }
+    past.push({ atMs: at, previousMs: previous });
+    if (past.length > keep) {
+      past.shift();
+      missed++;
+    }
+    previous = at;
+    at = recurrence.next(at);
+  }
+  const run = past;
+  while (at !== undefined && at < horizonMs && run.length < MAX_PLANNED_PER_ROUND) {
+    run.push({ atMs: at, previousMs: previous });
+    previous = at;
+    at = recurrence.next(at);
+  }
+  return { run, missed, nextMs: at };
+}
