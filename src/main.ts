@@ -1,3 +1,4 @@
+import { stopTracing } from './tracing.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -37,6 +38,8 @@ async function bootstrap(): Promise<void> {
     app
       .close()
       .then(() => embedded?.stop())
+      // The last spans (this shutdown's included) leave before the process does.
+      .then(() => stopTracing())
       .then(
         () => process.exit(0),
         (error: unknown) => {

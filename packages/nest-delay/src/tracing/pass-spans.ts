@@ -53,7 +53,7 @@ export class PassSpans {
       'delay.task.id': row.id,
       'delay.task.type': row.type,
       'delay.task.attempt': row.attempts,
-      'delay.task.lateness_ms': Math.max(0, claimMs - row.due_at.getTime()),
+      'delay.task.lateness_ms': Math.max(0, Math.round(claimMs - row.due_at.getTime())),
       'delay.instance.id': this.instanceId,
     };
     if (row.key !== null) attributes['delay.task.key'] = row.key;
