@@ -19,6 +19,7 @@ import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import { TASK_TYPE } from '../harness/project-db.js';
 import { benchTypeOrm } from './bench-typeorm.js';
+import type { BenchTracing } from './bench-tracing.js';
 import type { SystemFactory, SystemSettings } from './system.js';
 
 const BALLAST_TYPE = 'bench.ballast';
@@ -73,6 +74,7 @@ class BenchAppModule {
       tickMs: settings.tickMs ?? 1000,
       concurrency: settings.concurrency,
       ...(settings.retention ? { retention: settings.retention } : {}),
+      ...(settings.tracing === 'disabled' ? { tracing: false } : {}),
     };
     return {
       module: BenchAppModule,
@@ -88,6 +90,7 @@ class BenchAppModule {
 export const createProject: SystemFactory = (settings) => {
   let app: INestApplicationContext | undefined;
   let delay: DelayService;
+  let tracing: BenchTracing | undefined;
   const pool = () => (app!.get(DataSource).driver as unknown as { master: pg.Pool }).master;
   const request = (task: Task) => ({
     type: TASK_TYPE,
@@ -96,6 +99,9 @@ export const createProject: SystemFactory = (settings) => {
   });
   return {
     async start() {
+      // Registered before the module boots, as an app's tracing starts first.
+      if (settings.tracing === 'on')
+        tracing = await (await import('./bench-tracing.js')).startBenchTracing();
       app = await NestFactory.createApplicationContext(await BenchAppModule.forRoot(settings), {
         logger: ['error', 'warn'],
       });
@@ -116,7 +122,10 @@ export const createProject: SystemFactory = (settings) => {
       await delay.schedule(request(task));
     },
     async scheduleMany(tasks) {
-      await delay.scheduleMany(tasks.map(request));
+      // Traced, the tasks are scheduled inside a span: each row carries its context.
+      if (tracing)
+        await tracing.inSpan('bench.schedule', () => delay.scheduleMany(tasks.map(request)));
+      else await delay.scheduleMany(tasks.map(request));
     },
     // The rows schedule() and scheduleMany() write (no key; leased to this
     // instance, as the API leases what falls due within its window, so the
@@ -152,6 +161,12 @@ export const createProject: SystemFactory = (settings) => {
     },
     async stop() {
       await app?.close();
+      if (tracing) {
+        await tracing.shutdown();
+        // On stderr (BENCH_VERBOSE=1 shows it): every handler run was a span.
+        process.stderr.write(`[bench tracing] ${tracing.exported()} spans exported\n`);
+        tracing = undefined;
+      }
     },
   };
 };

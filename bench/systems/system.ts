@@ -32,6 +32,14 @@ export interface SystemSettings {
    * Prometheus task metrics listening to the events. Off: no observer at all.
    */
   observe?: boolean;
+  /**
+   * This project's OpenTelemetry tracing: `'on'`, an SDK registered (always
+   * on, exported to memory, bench-tracing.ts) and tasks scheduled inside a
+   * span; `'disabled'`, DelayModule's `tracing: false` (the API is never
+   * loaded). Unset: the API loaded and no SDK registered, as an app with
+   * tracing off runs.
+   */
+  tracing?: 'on' | 'disabled';
   /** Namespaces Redis keys and queue names so runs never see each other. */
   namespace: string;
 }
