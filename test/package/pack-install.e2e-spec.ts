@@ -191,6 +191,12 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     }
   });
 
+  it('runs without @opentelemetry/api, an optional peer npm does not install', () => {
+    expectOk(steps.app, 'probe app');
+    expect(existsSync(join(appDir, 'node_modules/@opentelemetry/api'))).toBe(false);
+    expect(pkgJson.peerDependenciesMeta['@opentelemetry/api']).toEqual({ optional: true });
+  });
+
   it("ran the package's migrations in the app's own DataSource", async () => {
     expectOk(steps.app, 'probe app');
     const sql = `SELECT to_regclass('delayed_task')::text AS t, array(SELECT name FROM migrations) AS names`;

@@ -38,6 +38,27 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('docker-compose.yml tracing', () => {
+  it('has Jaeger all-in-one in a profile of its own, receiving OTLP over HTTP', () => {
+    const jaeger = compose.services.jaeger;
+    expect(jaeger.image).toMatch(/^jaegertracing\/all-in-one:\d+\.\d+/);
+    expect(jaeger.profiles).toEqual(['tracing']);
+    expect(jaeger.ports).toEqual(expect.arrayContaining(['16686:16686', '4318:4318']));
+    // Nothing else depends on it: a plain `docker compose up` never starts it.
+    for (const [name, service] of Object.entries<any>(compose.services))
+      if (name !== 'jaeger') expect(Object.keys(service.depends_on ?? {})).not.toContain('jaeger');
+  });
+
+  it("leaves the app's tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is given, as the README turns it on", () => {
+    const { environment } = compose.services.app;
+    expect(environment.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('${OTEL_EXPORTER_OTLP_ENDPOINT:-}');
+    expect(environment.OTEL_SERVICE_NAME).toBeDefined();
+    expect(readme).toContain(
+      'OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318 docker compose --profile tracing up',
+    );
+  });
+});
+
 describe('Dockerfile', () => {
   it('is multi-stage: a build stage, then a runtime stage running the compiled app', () => {
     const stages = [...dockerfile.matchAll(/^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/gim)].map((m) => m[2]);
