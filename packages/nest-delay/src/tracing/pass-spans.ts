@@ -35,12 +35,18 @@ interface Run {
  */
 export class PassSpans {
   private readonly runs = new Map<TaskId, Run>();
+  private readonly api: typeof OtelApi;
+  private readonly tracer: Tracer;
 
+  /** `api` and `tracer` as OpenTelemetry's, typed loosely (see TaskTracing). */
   constructor(
-    private readonly api: typeof OtelApi,
-    private readonly tracer: Tracer,
+    api: object,
+    tracer: object,
     private readonly instanceId: string,
-  ) {}
+  ) {
+    this.api = api as typeof OtelApi;
+    this.tracer = tracer as Tracer;
+  }
 
   /** Opens the span of a claimed task's run; `claimMs` is the claim's time (lateness). */
   open(row: ClaimRow, claimMs: number): void {

@@ -38,10 +38,18 @@ export async function loadTaskTracing(
  * registered a claim does no tracing work at all.
  */
 export class TaskTracing {
+  private readonly api: OpenTelemetryApi;
+
+  /**
+   * `api` is `@opentelemetry/api`, typed loosely here so that the package's
+   * declarations never need it installed.
+   */
   constructor(
-    private readonly api: OpenTelemetryApi,
+    api: object,
     private readonly instanceId: string,
-  ) {}
+  ) {
+    this.api = api as OpenTelemetryApi;
+  }
 
   /** The active span's W3C context, to store with a task scheduled now; null outside a span. */
   capture(): TraceCarrier | null {
