@@ -1,8 +1,14 @@
 import { delayMigrations } from 'nest-delay';
 import { CreateOrders1763800001000 } from './1763800001000-CreateOrders.js';
+import { IdempotencyKeyCreatedAt1764600000000 } from './1764600000000-IdempotencyKeyCreatedAt.js';
 
 /**
- * Every migration, in order: the delay package's own, then the orders tables.
+ * Every migration, in order: the delay package's own, then the orders tables
+ * and their later changes.
  * Listed by class so the app, the CLI and the tests share one list.
  */
-export const migrations = [...delayMigrations, CreateOrders1763800001000];
+export const migrations = [
+  ...delayMigrations,
+  CreateOrders1763800001000,
+  IdempotencyKeyCreatedAt1764600000000,
+];

@@ -67,7 +67,7 @@ export class AppModule {
             ]),
           }),
         }),
-        OrdersModule,
+        OrdersModule.register({ purgeEveryMs: config.orderIdempotencyPurgeEveryMs }),
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),
         // No token, no admin routes at all: they answer 404 like any unknown path.

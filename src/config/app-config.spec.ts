@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       migrationsRun: true,
       orderPaymentTimeoutMs: 30 * 60_000,
       orderAutoReviewDelayMs: 48 * 3_600_000,
+      orderIdempotencyPurgeEveryMs: 10 * 60_000,
       delayTickMs: 1000,
       delayWheelSlots: 3600,
       delayLeaseMs: 30_000,
@@ -26,6 +27,18 @@ describe('loadConfig', () => {
     expect(config.orderPaymentTimeoutMs).toBe(1000);
     expect(config.orderAutoReviewDelayMs).toBe(2500);
     expect(config.delayWindowMs).toBe(2 * 86_400_000);
+  });
+
+  it('purges expired Idempotency-Keys every 10 minutes, another period, or never', () => {
+    expect(loadConfig({ ORDER_IDEMPOTENCY_PURGE_EVERY: '2s' }).orderIdempotencyPurgeEveryMs).toBe(
+      2000,
+    );
+    expect(
+      loadConfig({ ORDER_IDEMPOTENCY_PURGE_EVERY: 'off' }).orderIdempotencyPurgeEveryMs,
+    ).toBeNull();
+    expect(() => loadConfig({ ORDER_IDEMPOTENCY_PURGE_EVERY: '500ms' })).toThrow(
+      'ORDER_IDEMPOTENCY_PURGE_EVERY must be a duration of at least 1000 ms',
+    );
   });
 
   it('turns metrics and events on, with JSON logs in production and readable ones elsewhere', () => {

@@ -10,6 +10,8 @@ export interface AppConfig {
   migrationsRun: boolean;
   orderPaymentTimeoutMs: number;
   orderAutoReviewDelayMs: number;
+  /** How often expired Idempotency-Keys are purged; null: never (ORDER_IDEMPOTENCY_PURGE_EVERY=off). */
+  orderIdempotencyPurgeEveryMs: number | null;
   delayTickMs: number;
   delayWheelSlots: number;
   delayWindowMs: number | undefined;
@@ -148,6 +150,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     migrationsRun: boolean(env, 'MIGRATIONS_RUN', true),
     orderPaymentTimeoutMs: duration(env, 'ORDER_PAYMENT_TIMEOUT', '30m'),
     orderAutoReviewDelayMs: duration(env, 'ORDER_AUTO_REVIEW_DELAY', '48h'),
+    orderIdempotencyPurgeEveryMs:
+      read(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY')?.toLowerCase() === 'off'
+        ? null
+        : duration(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY', '10m', 1_000),
     delayTickMs: integer(env, 'DELAY_TICK_MS', 1000, 1, 3_600_000),
     delayWheelSlots: integer(env, 'DELAY_WHEEL_SLOTS', 3600, 1, 10_000_000),
     delayWindowMs: windowRaw === undefined ? undefined : duration(env, 'DELAY_WINDOW', windowRaw),

@@ -44,31 +44,64 @@ export async function applyTransition(
   await appendEvent(manager, order.id, transition.event, at);
 }
 
-// ON CONFLICT DO NOTHING rather than catching the unique violation: a second
-// request with the same key waits here for the first one's transaction, and
-// then gets no row (the key committed) or inserts (the first rolled back),
-// without aborting its own transaction.
+// ON CONFLICT rather than catching the unique violation: a second request
+// with the same key waits here for the first one's transaction, and then gets
+// no row (the key committed) or inserts (the first rolled back), without
+// aborting its own transaction. A key older than its time to live ($5) is
+// taken over as if new; a live one is only locked (the WHERE fails), so that
+// the purge cannot delete it before it is read below.
 const CLAIM_IDEMPOTENCY_KEY = `
   INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
   VALUES ($1, $2, $3, $4)
-  ON CONFLICT (key) DO NOTHING
+  ON CONFLICT (key) DO UPDATE
+    SET request_hash = EXCLUDED.request_hash, order_id = EXCLUDED.order_id, created_at = EXCLUDED.created_at
+    WHERE order_idempotency_key.created_at <= $5
   RETURNING key`;
 
 /**
  * Records that this key creates order `orderId`. Returns undefined when it
- * did, or the earlier request's row when the key was already used.
+ * did (a new key, or one expired by `expiredBefore`), or the earlier
+ * request's row when the key is still in use.
  */
 export async function claimIdempotencyKey(
   manager: EntityManager,
-  claim: { key: string; requestHash: string; orderId: string; at: Date },
+  claim: { key: string; requestHash: string; orderId: string; at: Date; expiredBefore: Date },
 ): Promise<OrderIdempotencyKey | undefined> {
   const inserted: unknown[] = await manager.query(CLAIM_IDEMPOTENCY_KEY, [
     claim.key,
     claim.requestHash,
     claim.orderId,
     claim.at,
+    claim.expiredBefore,
   ]);
   if (inserted.length > 0) return undefined;
-  // Keys are never deleted, and the conflicting row is committed by now.
+  // The conflicting row is committed and locked by the statement above.
   return manager.findOneByOrFail(OrderIdempotencyKey, { key: claim.key });
+}
+
+// SKIP LOCKED: a create taking over an expired key holds its row; the purge
+// passes it by rather than wait for that request.
+const PURGE_IDEMPOTENCY_KEYS = `
+  WITH gone AS (
+    DELETE FROM order_idempotency_key
+    WHERE key IN (
+      SELECT key FROM order_idempotency_key
+      WHERE created_at <= $1
+      ORDER BY created_at
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED)
+    RETURNING 1)
+  SELECT count(*)::int AS deleted FROM gone`;
+
+/** Deletes up to `limit` keys created at or before `expiredBefore`, oldest first; returns how many. */
+export async function purgeIdempotencyKeys(
+  manager: EntityManager,
+  expiredBefore: Date,
+  limit: number,
+): Promise<number> {
+  const [{ deleted }]: Array<{ deleted: number }> = await manager.query(PURGE_IDEMPOTENCY_KEYS, [
+    expiredBefore,
+    limit,
+  ]);
+  return deleted;
 }

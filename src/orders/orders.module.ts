@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { idempotencyKeyPurge } from './idempotency-key-purge.js';
 import { OrderEvent } from './order-event.entity.js';
 import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
 import { OrderTaskHandlers } from './order-task.handlers.js';
@@ -17,4 +18,15 @@ import { OrderEventsPublisher } from './order-events.publisher.js';
   controllers: [OrdersController],
   providers: [OrdersService, OrderTaskHandlers, OrderEventsPublisher],
 })
-export class OrdersModule {}
+export class OrdersModule {
+  /**
+   * With the purge of expired Idempotency-Keys every `purgeEveryMs`; null
+   * leaves it out, and the engine then removes its schedule at boot.
+   */
+  static register({ purgeEveryMs }: { purgeEveryMs: number | null }): DynamicModule {
+    return {
+      module: OrdersModule,
+      providers: purgeEveryMs === null ? [] : [idempotencyKeyPurge(purgeEveryMs)],
+    };
+  }
+}

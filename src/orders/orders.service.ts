@@ -7,6 +7,7 @@ import { isTransientConflict } from '../database/postgres-errors.js';
 import { CLOCK, DelayService, TaskNotFoundError, TaskStateError, type Clock } from 'nest-delay';
 import { createRequestHash } from './create-request-hash.js';
 import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
+import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency-keys.js';
 import { OrderNotFoundError } from './errors/order-not-found.error.js';
 import { decodeCursor, encodeCursor } from './order-cursor.js';
 import { OrderEvent } from './order-event.entity.js';
@@ -57,7 +58,8 @@ export class OrdersService {
   /**
    * With an Idempotency-Key, the first request with the key creates the order;
    * a later one with the same body gets that order back (as it is now), one
-   * with another body a 409.
+   * with another body a 409. A key holds for 24 hours; after that it creates
+   * a new order.
    */
   create(input: NewOrder, idempotencyKey?: string): Promise<Order> {
     return this.transaction(async (manager) => {
@@ -189,7 +191,13 @@ export class OrdersService {
     now: Date,
   ): Promise<Order | undefined> {
     const requestHash = createRequestHash(input);
-    const earlier = await claimIdempotencyKey(manager, { key, requestHash, orderId, at: now });
+    const earlier = await claimIdempotencyKey(manager, {
+      key,
+      requestHash,
+      orderId,
+      at: now,
+      expiredBefore: new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS),
+    });
     if (!earlier) return undefined;
     if (earlier.requestHash !== requestHash) throw new IdempotencyKeyReusedError(key);
     return manager.findOneByOrFail(Order, { id: earlier.orderId });

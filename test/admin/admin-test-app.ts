@@ -55,7 +55,13 @@ export async function createAdminTestApp(
   env: Record<string, string> = { ADMIN_TOKEN },
   { clock = new ManualClock(), logger }: { clock?: ManualClock; logger?: LoggerService } = {},
 ): Promise<AdminTestApp> {
-  const config = loadConfig({ DB_POOL_SIZE: String(db.poolSize), ...env });
+  // The app's own schedule (the Idempotency-Key purge) would add its tasks to
+  // every count these tests assert: off, unless a test turns it on.
+  const config = loadConfig({
+    DB_POOL_SIZE: String(db.poolSize),
+    ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
+    ...env,
+  });
   const runs = new AdminTestRuns();
   @Module({
     providers: [{ provide: AdminTestRuns, useValue: runs }, AdminTestHandler],
