@@ -7,13 +7,18 @@ import {
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import { DelayValidationError, TaskNotFoundError, TaskStateError } from 'nest-delay';
+import {
+  DelayValidationError,
+  ScheduleNotFoundError,
+  TaskNotFoundError,
+  TaskStateError,
+} from 'nest-delay';
 import { catchError, type Observable } from 'rxjs';
 
 /**
  * The package's errors as HTTP errors, each carrying what it names besides
  * its message, for a page to point at: a bad input's `field` (400), an
- * unknown task's `id` (404), the `state` that does not fit an action (409).
+ * unknown task's `id` or schedule's `schedule` (404), the `state` that does not fit an action (409).
  * The app's exception filter then writes them (and never a stack trace).
  */
 @Injectable()
@@ -42,6 +47,14 @@ export function toHttpError(error: unknown): unknown {
       error: 'Not Found',
       message: error.message,
       ...error.ref,
+    });
+  }
+  if (error instanceof ScheduleNotFoundError) {
+    return new NotFoundException({
+      statusCode: 404,
+      error: 'Not Found',
+      message: error.message,
+      schedule: error.scheduleName,
     });
   }
   if (error instanceof TaskStateError) {

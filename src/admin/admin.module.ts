@@ -7,6 +7,7 @@ import {
 import { AdminAuthGuard } from './admin-auth.guard.js';
 import { AdminClusterController } from './admin-cluster.controller.js';
 import { AdminPageController } from './admin-page.controller.js';
+import { AdminSchedulesController } from './admin-schedules.controller.js';
 import { adminRequest } from './admin-request.middleware.js';
 import { AdminStreamController } from './admin-stream.controller.js';
 import { AdminTasksController } from './admin-tasks.controller.js';
@@ -16,7 +17,7 @@ import { FailureThrottle } from './failure-throttle.js';
 /**
  * The admin API under /admin/api, behind a bearer token, and the live page
  * at /admin that uses it. AppModule imports it only when ADMIN_TOKEN is set,
- * so without a token none of its routes exist (404). Needs the global DelayModule (DelayService, DelayAdmin, CLOCK).
+ * so without a token none of its routes exist (404). Needs the global DelayModule (DelayService, DelayAdmin, DelaySchedules, CLOCK).
  */
 @Module({})
 export class AdminModule implements NestModule {
@@ -26,6 +27,7 @@ export class AdminModule implements NestModule {
       controllers: [
         AdminTasksController,
         AdminClusterController,
+        AdminSchedulesController,
         AdminStreamController,
         AdminPageController,
       ],
@@ -36,6 +38,11 @@ export class AdminModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
     consumer
       .apply(adminRequest)
-      .forRoutes(AdminTasksController, AdminClusterController, AdminStreamController);
+      .forRoutes(
+        AdminTasksController,
+        AdminClusterController,
+        AdminSchedulesController,
+        AdminStreamController,
+      );
   }
 }

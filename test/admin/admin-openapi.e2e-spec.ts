@@ -17,6 +17,9 @@ describe('the admin API in the OpenAPI document', () => {
     expect(admin.map(([path]) => path).sort()).toEqual([
       '/admin/api/counts',
       '/admin/api/instances',
+      '/admin/api/schedules',
+      '/admin/api/schedules/{name}/pause',
+      '/admin/api/schedules/{name}/resume',
       '/admin/api/stream',
       '/admin/api/tasks',
       '/admin/api/tasks/retry-dead',
@@ -51,9 +54,13 @@ describe('the admin API in the OpenAPI document', () => {
       'WheelView',
       'RetryDeadDto',
       'RescheduleTaskDto',
+      'ScheduleView',
+      'ScheduleRuleView',
+      'LastOccurrenceView',
     ]) {
       expect(schemas[name]).toBeDefined();
     }
     expect(doc.paths['/admin/api/tasks/{id}/cancel'].post!.responses['409']).toBeDefined();
+    expect(doc.paths['/admin/api/schedules/{name}/pause'].post!.responses['404']).toBeDefined();
   });
 });

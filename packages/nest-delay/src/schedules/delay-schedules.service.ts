@@ -103,6 +103,7 @@ function toInfo(row: ScheduleListRow): ScheduleInfo {
     paused: row.paused,
     inCode: row.in_code,
     nextAt: row.next_at,
+    upcomingAt: row.paused ? null : (row.next_planned_at ?? row.next_at),
     lastPlannedAt: row.last_at,
     missed: Number(row.missed),
     lastOccurrence:

@@ -57,6 +57,11 @@ export interface ScheduleInfo {
   inCode: boolean;
   /** The next occurrence not yet planned (planned ones are pending tasks); null when the rule has none. */
   nextAt: Date | null;
+  /**
+   * The next occurrence to come due: the earliest planned one still to come,
+   * or else `nextAt`; null while paused or when the rule has none.
+   */
+  upcomingAt: Date | null;
   /** The latest occurrence planned. */
   lastPlannedAt: Date | null;
   /** Occurrences the catch-up policy dropped. */

@@ -227,9 +227,13 @@ export interface ScheduleListRow extends ScheduleRow {
   last_occurrence_at: Date | null;
   last_state: 'pending' | 'executed' | 'cancelled' | 'dead' | null;
   last_error: string | null;
+  next_planned_at: Date | null;
 }
 
-/** Every schedule by name, with the latest occurrence that came due and its outcome. */
+/**
+ * Every schedule by name, with the latest occurrence that came due and its
+ * outcome, and the earliest planned one still to come.
+ */
 export function listSchedules(sql: Sql, now: Date) {
   return sql.rows<ScheduleListRow>(
     `SELECT s.*, t.id AS last_task_id, t.occurrence_at AS last_occurrence_at, t.last_error,
@@ -237,7 +241,10 @@ export function listSchedules(sql: Sql, now: Date) {
                  WHEN t.executed_at IS NOT NULL THEN 'executed'
                  WHEN t.cancelled_at IS NOT NULL THEN 'cancelled'
                  WHEN t.dead_at IS NOT NULL THEN 'dead'
-                 ELSE 'pending' END AS last_state
+                 ELSE 'pending' END AS last_state,
+            (SELECT min(p.occurrence_at) FROM delayed_task p
+             WHERE p.schedule_name = s.name AND p.occurrence_at > $1 AND ${pendingIn('p')}
+            ) AS next_planned_at
      FROM delay_schedule s
      LEFT JOIN LATERAL (
        SELECT * FROM delayed_task d
