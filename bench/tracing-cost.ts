@@ -14,12 +14,17 @@
  *
  * On a shared machine a single run is at the mercy of its neighbours; the
  * medians of each round's ratios are the figures. Reported, never asserted.
+ * First, and alone with `--overhead`, the same three in-process, without
+ * Postgres: the tracing work per claimed task (tracing-overhead.ts).
  */
 import { dropDatabase, freshDatabase } from './harness/db.js';
 import { runDueTasksOn, type DueRun } from './harness/run-system.js';
+import { measureOverhead } from './tracing-overhead.js';
 
-const count = Number(process.argv[2] ?? 100_000);
-const rounds = Number(process.argv[3] ?? 3);
+const overheadOnly = process.argv.includes('--overhead');
+const [countArg, roundsArg] = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const count = Number(countArg ?? 100_000);
+const rounds = Number(roundsArg ?? 3);
 const MODES = ['disabled', 'off', 'on'] as const;
 type Mode = (typeof MODES)[number];
 
@@ -52,6 +57,8 @@ async function run(mode: Mode): Promise<DueRun> {
 const rate = (r: DueRun) => r.effectsPerSecond ?? 0;
 
 async function main(): Promise<void> {
+  console.log(await measureOverhead(5));
+  if (overheadOnly) return;
   const results: Array<Record<Mode, DueRun>> = [];
   for (let i = 0; i < rounds; i++) {
     const round = {} as Record<Mode, DueRun>;
