@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { DelaySchedules } from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
 import { ADMIN_TOKEN, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
 
@@ -191,6 +192,38 @@ describe('the admin page shell', () => {
     await page.unroute('**/admin/api/**');
     await page.waitForSelector('#state-cards [data-state="pending"]');
     expect(await page.locator('#banner').isHidden()).toBe(true);
+    expect(errorsOf(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('lists the schedules, and pauses and resumes one from its row', async () => {
+    const { t } = ctx;
+    await t.app
+      .get(DelaySchedules)
+      .upsert('reports.every-minute', { type: TEST_TYPE, every: '1m' });
+    const page = await newPage();
+    await page.goto(`${base}/admin`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    const row = '#schedules tr[data-schedule="reports.every-minute"]';
+    await page.waitForSelector(row);
+    expect(await text(page, `${row} td:nth-child(2)`)).toBe('every 1m 00s');
+    expect(await text(page, `${row} td:nth-child(3)`)).toMatch(/^in /);
+
+    await page.click(`${row} button[data-action="pause"]`);
+    await page.waitForSelector('#banner.good');
+    expect(await text(page, '#banner')).toContain('Schedule reports.every-minute paused');
+    await page.waitForSelector(`${row} button[data-action="resume"]`);
+    expect(await text(page, `${row} td:nth-child(3)`)).toBe('paused');
+    expect((await t.get('/admin/api/schedules').expect(200)).body[0]).toMatchObject({
+      name: 'reports.every-minute',
+      paused: true,
+    });
+
+    await page.click(`${row} button[data-action="resume"]`);
+    await page.waitForSelector(`${row} button[data-action="pause"]`);
+    expect(await text(page, '#banner')).toContain('Schedule reports.every-minute resumed');
+    await page.screenshot({ path: `${ARTIFACTS}/admin-schedules.png`, fullPage: true });
     expect(errorsOf(page)).toEqual([]);
     await page.close();
   });

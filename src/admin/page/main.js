@@ -1,6 +1,7 @@
 import { api, ApiError, AuthError, openStream, token, UnreachableError } from './api.js';
 import { clock } from './format.js';
 import { renderOverview } from './overview.js';
+import { renderSchedules } from './schedules.js';
 import { TasksView } from './tasks.js';
 
 const $ = (id) => document.getElementById(id);
@@ -61,9 +62,26 @@ function showLogin(message) {
   $('token').focus();
 }
 
+/** Pauses or resumes a schedule, says how it went, and redraws the card at once. */
+async function actOnSchedule(name, action) {
+  try {
+    await api(`/schedules/${encodeURIComponent(name)}/${action}`, { method: 'POST' });
+    banner(`Schedule ${name} ${action === 'pause' ? 'paused' : 'resumed'}.`, 'good');
+  } catch (error) {
+    banner(error.message, 'bad');
+  }
+  try {
+    const nowMs = lastSnapshot ? new Date(lastSnapshot.wheel.now).getTime() : Date.now();
+    renderSchedules(await api('/schedules'), nowMs, actOnSchedule);
+  } catch {
+    // The next snapshot redraws it.
+  }
+}
+
 function onSnapshot(snapshot) {
   lastSnapshot = snapshot;
   renderOverview(snapshot);
+  renderSchedules(snapshot.schedules, new Date(snapshot.wheel.now).getTime(), actOnSchedule);
   tasks.refresh(new Date(snapshot.wheel.now).getTime(), !$('view-tasks').hidden);
   live('on', `live · ${clock(snapshot.wheel.now)} UTC`);
 }
