@@ -592,6 +592,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         'instanceId',
         'running',
         'clock',
+        'occurrences',
         'lease',
       ].sort(),
     );

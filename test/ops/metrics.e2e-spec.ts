@@ -1,5 +1,5 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { DelayService } from 'nest-delay';
+import { DelaySchedules, DelayService } from 'nest-delay';
 import { DataSource } from 'typeorm';
 import { MINUTE, useOrdersApp, type OrdersApi } from '../orders/orders-api.js';
 
@@ -151,5 +151,32 @@ describe('/metrics with events off', () => {
     const text = await scrape(api);
     expect(sample(text, 'delay_tasks_executed_total', { type: 'order.close-unpaid' })).toBe(1);
     expect(emitted).toEqual([]);
+  });
+});
+
+describe('/metrics of recurring schedules', () => {
+  const ctx = useOrdersApp();
+
+  it('counts occurrences planned and missed; the runs are the task metrics of their type', async () => {
+    const { api, t } = ctx;
+    const type = 'orders.purge-idempotency-keys';
+    const schedules = t.app.get(DelaySchedules);
+    await api.advance(10 * MINUTE);
+    let text = await scrape(api);
+    // 00:00 and 00:10 ran; planned an hour ahead of each.
+    expect(sample(text, 'delay_tasks_executed_total', { type })).toBe(2);
+    const planned = sample(text, 'delay_schedule_occurrences_planned_total')!;
+    expect(planned).toBeGreaterThanOrEqual(7);
+    expect(sample(text, 'delay_schedule_occurrences_missed_total')).toBe(0);
+
+    // Paused from 00:10 to 00:45: 00:20, 00:30 and 00:40 missed; catch-up 'one' runs 00:40.
+    await schedules.pause(type);
+    await api.advance(35 * MINUTE);
+    await schedules.resume(type);
+    await t.delay.runDue();
+    text = await scrape(api);
+    expect(sample(text, 'delay_schedule_occurrences_missed_total')).toBe(2);
+    expect(sample(text, 'delay_tasks_executed_total', { type })).toBe(3);
+    expect(sample(text, 'delay_schedule_occurrences_planned_total')).toBeGreaterThan(planned);
   });
 });

@@ -1,4 +1,5 @@
 import type { ExecutionCounts } from './runtime/execution-stats.js';
+import type { PlanningCounts } from './runtime/schedule-planner.js';
 
 /** What `DelayService.stats()` returns: one instance's view, from memory. */
 export interface DelayStats extends ExecutionCounts {
@@ -17,6 +18,11 @@ export interface DelayStats extends ExecutionCounts {
    * with; undefined on a clock of its own (a test's ManualClock).
    */
   clock: { correctionMs: number; roundTripMs: number | undefined } | undefined;
+  /**
+   * Recurring schedules' occurrences this instance planned (turned into
+   * tasks) and missed (dropped by a catch-up policy) since it started.
+   */
+  occurrences: PlanningCounts;
   lease: {
     /** Its last heartbeat reached the database and has not run out (by the module's clock). */
     live: boolean;

@@ -243,7 +243,7 @@ export class DelayService {
    * without a query, for gauges and readiness probes.
    */
   stats(): DelayStats {
-    const { executor, wheel, backlog, lease, ctx } = this.runtime;
+    const { executor, wheel, backlog, lease, planner, ctx } = this.runtime;
     const nowMs = ctx.clock.now();
     const expiresAt = lease.expiresAt;
     return {
@@ -257,6 +257,7 @@ export class DelayService {
         ctx.clock instanceof DatabaseClock
           ? { correctionMs: ctx.clock.correctionMs, roundTripMs: ctx.clock.roundTripMs }
           : undefined,
+      occurrences: planner.planning,
       lease: {
         live: this.runtime.running && expiresAt !== undefined && expiresAt > nowMs,
         expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),

@@ -3,7 +3,8 @@ import { DelayService } from 'nest-delay';
 import { Metrics } from './metrics.js';
 
 /**
- * The delay runtime's state, read at scrape time from `DelayService.stats()`:
+ * The delay runtime's state and its planning of recurring schedules, read
+ * at scrape time from `DelayService.stats()`:
  * memory only, synchronous, no query. Labelled with the instance id, which
  * is what names the instance in `delay_instance` and `locked_by`.
  */
@@ -35,6 +36,21 @@ export class DelayGauges implements OnModuleInit {
       'delay_clock_correction_ms',
       "Added to this host's system clock to read the database's time (0 on a clock of its own)",
       () => this.delay.stats().clock?.correctionMs ?? 0,
+    );
+    const occurrences = (name: string, help: string, read: () => number) =>
+      this.metrics.counted(name, help, ['instance_id'], (counter) => {
+        counter.reset();
+        counter.inc({ instance_id: this.delay.stats().instanceId }, read());
+      });
+    occurrences(
+      'delay_schedule_occurrences_planned_total',
+      'Occurrences of recurring schedules this instance turned into tasks',
+      () => this.delay.stats().occurrences.planned,
+    );
+    occurrences(
+      'delay_schedule_occurrences_missed_total',
+      "Occurrences of recurring schedules this instance's planning dropped by their catch-up policy",
+      () => this.delay.stats().occurrences.missed,
     );
     stat('delay_lease_live', "1 while this instance's lease is renewed and unexpired", () =>
       Number(this.delay.stats().lease.live),

@@ -85,6 +85,24 @@ export class Metrics {
     });
   }
 
+  /** A counter whose total is kept elsewhere (the engine's memory) and read at scrape time. */
+  counted(
+    name: string,
+    help: string,
+    labelNames: string[],
+    collect: (counter: Counter) => void,
+  ): Counter {
+    return new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        collect(this);
+      },
+    });
+  }
+
   private counter(name: string, help: string, labelNames: string[]): Counter {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
