@@ -97,7 +97,10 @@ export class ClaimBatch {
     // and its lock is dropped only after a commit (unlockNoteOnceGone).
     await connection.restart(this.backstopMs);
     const result = await this.pass(connection, ids, plan, first.failures, spans);
-    if (result instanceof Redo) throw new Error('a fenced batch cannot be redone');
+    if (result instanceof Redo) {
+      spans?.rolledBack();
+      throw new Error('a fenced batch cannot be redone');
+    }
     return { ...result, rerun: true };
   }
 
