@@ -5,8 +5,11 @@ import type { TaskId } from '../task.types.js';
 import type { Fate } from '../transitions/task-transitions.js';
 import { parseTraceParent, type TraceCarrier } from './trace-carrier.js';
 
-/** `delay.task.outcome`: what the attempt a span covers came to, in an operator's words (a fate
- * not listed here is named as its transition). */
+/**
+ * `delay.task.outcome`: what the run a span covers came to, in an operator's
+ * words; a fate not listed here (a recurring occurrence's `skip`) is named as
+ * its transition.
+ */
 export type RunOutcome = 'executed' | 'retry' | 'dead' | 'discard' | 'snooze' | 'rolled-back';
 
 const OUTCOME: Readonly<Record<string, RunOutcome>> = {
