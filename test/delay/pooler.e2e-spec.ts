@@ -248,14 +248,13 @@ class CommitFailuresModule {}
 /**
  * A claim whose COMMIT fails: the note's lock, taken by this claim's session,
  * should go when the claim gives up (the executor closes the connection
- * rather than reuse it). Directly it does. Through PgBouncer in transaction
- * mode it does not today: COMMIT's error ends the transaction, so PgBouncer
- * takes the server session back (the unlock sent after COMMIT never runs),
- * and closing the client then leaves that session, lock and all, in its pool.
- * The note is deleted, so no task is wronged, but each such claim leaves one
- * lock behind for as long as PgBouncer keeps the session (server_lifetime).
- * The second test pins that known defect (issue 19): when it is fixed, it
- * fails; then assert no lock there too.
+ * rather than reuse it). Through PgBouncer in transaction mode too: the
+ * deferred constraints are checked (SET CONSTRAINTS ALL IMMEDIATE) in the
+ * message before COMMIT, so their failure leaves the transaction open, and
+ * the failed claim closes its connection instead of rolling back, so
+ * PgBouncer never gets the session back with the lock on it. (Before that
+ * fix, each such claim left one lock on a pooled session for
+ * server_lifetime.)
  */
 describeWithPgbouncer('a claim whose COMMIT fails', () => {
   let pgbouncer: PrivatePgbouncer;
@@ -309,12 +308,17 @@ describeWithPgbouncer('a claim whose COMMIT fails', () => {
     }
   });
 
-  it('through PgBouncer: KNOWN LEAK, the lock stays on a session PgBouncer pools', async () => {
+  it('through PgBouncer: the lock goes too, the session closed with the claim', async () => {
     const { t, database } = await failOneCommit((db) => throughPgbouncer(pgbouncer, db.url));
-    await t.close();
-    // The app is gone; its note's lock is still held, by an idle server session.
-    expect(await noteLocks(admin, database)).toEqual([
-      { pid: expect.any(Number), note: expect.any(Number), state: 'idle' },
-    ]);
+    try {
+      await eventually(
+        () => noteLocks(admin, database),
+        (locks) => locks.length === 0,
+        5 * SECOND,
+      );
+    } finally {
+      await t.close();
+    }
+    expect(await noteLocks(admin, database)).toEqual([]);
   });
 });

@@ -141,9 +141,11 @@ export class ClaimBatch {
         rerun: false,
       };
     } catch (error) {
-      // A cut-off connection is gone, its transaction with it: nothing to roll back.
-      if (error instanceof HandlerCutOff) connection.cutOff();
-      else await connection.rollback();
+      // The connection is closed, never rolled back and reused: its session
+      // ends with the claim, and the note's session lock with it. A ROLLBACK
+      // would end the transaction first, and a pooler in transaction mode
+      // would take the server session back, lock and all (issue 19).
+      connection.cutOff();
       // Charged by the executor: retried, or dead-lettered when it was the last attempt.
       if (error instanceof HandlerCutOff)
         spans?.cutOff(error.row.id, hasAttemptsLeft(error.row) ? 'retry' : 'dead', error.message);

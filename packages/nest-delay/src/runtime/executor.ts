@@ -180,10 +180,11 @@ export class Executor implements LifecycleService {
         await this.chargeCutOff(error, noteId, ids);
         return;
       }
-      // Failed as a whole (or stopped): no task's fault, so its note goes.
-      if (noteId !== undefined) await this.notes.forget(ctx.db.pool, noteId);
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
+      // Failed as a whole (or stopped): no task's fault, so its note goes, once
+      // the closed session has let go of it.
+      if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
       if (this.stopped) return;
       ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
@@ -240,7 +241,12 @@ export class Executor implements LifecycleService {
         this.stats.recordOne(fate);
         reportFate(ctx.observer, fate, nowMs);
         this.follow(fate);
-      } else this.wheel.release(row.id);
+      } else {
+        // The row was not as claimed (a charge in the same claim rolled back
+        // with it): its note stays, dead, and the task's next claim, alone,
+        // charges what the table says. Claimed again soon, not stranded.
+        this.wheel.hold(row.id, this.retrySoonMs());
+      }
     } catch (error) {
       // Uncharged, rather than let its note charge the batch-mates below as well.
       this.notes.forgetLater(noteId);

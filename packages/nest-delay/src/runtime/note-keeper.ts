@@ -34,9 +34,14 @@ export class NoteKeeper {
     await forgetAttempts(sql, stale).catch(() => this.unforgotten.push(...stale));
   }
 
-  /** Deletes a note now, or before the next claim if the database cannot be reached. */
-  async forget(sql: Sql, noteId: string): Promise<void> {
-    await forgetAttempts(sql, [noteId]).catch(() => this.forgetLater(noteId));
+  /**
+   * Deletes the note of a claim whose connection was just closed, once the
+   * server has ended its session (until then the claim's transaction still
+   * locks it); before the next claim if it cannot be deleted by then.
+   */
+  async forgetOnceReleased(pool: Sql, noteId: string): Promise<void> {
+    const left = await forgetOnceUnlocked(pool, [noteId]);
+    if (left.length > 0) this.forgetLater(noteId);
   }
 
   forgetLater(noteId: string): void {
@@ -60,10 +65,11 @@ export class NoteKeeper {
  * A note stays locked by its claim's transaction until the server has ended
  * the closed session, so this skips locked notes and tries again for a while.
  */
-async function forgetOnceUnlocked(pool: Sql, notes: string[]): Promise<void> {
+async function forgetOnceUnlocked(pool: Sql, notes: string[]): Promise<string[]> {
   for (let tries = 0; notes.length > 0 && tries < FORGET_STOPPED_TRIES; tries++) {
     if (tries > 0) await new Promise((resolve) => setTimeout(resolve, FORGET_STOPPED_INTERVAL_MS));
     const forgotten = await forgetAttempts(pool, notes).catch(() => [] as string[]);
     notes = notes.filter((id) => !forgotten.includes(id));
   }
+  return notes;
 }

@@ -204,7 +204,8 @@ export async function insertUnkeyedTasks(
     [
       shared(reqs, (r) => r.type),
       reqs.map((r) => r.payloadJson),
-      reqs.map((r) => r.dueAtMs),
+      // Whole milliseconds for the bigint, rounded up: never earlier than asked.
+      reqs.map((r) => Math.ceil(r.dueAtMs)),
       shared(reqs, (r) => r.maxAttempts),
       lockedBy,
       now,

@@ -95,8 +95,9 @@ export interface ClaimConnection {
   /**
    * Commits, as TypeORM's commitTransaction does (its events included), then
    * runs `after` (no parameters) in the same round trip; says whether
-   * Postgres committed: COMMIT on a transaction that a statement left
-   * aborted rolls it back instead, and the reply says ROLLBACK.
+   * Postgres committed. False when a statement left the transaction aborted:
+   * then it is still open, for `restart`. A deferred constraint that fails
+   * throws, the transaction still open: close the connection.
    */
   commit(after: string): Promise<boolean>;
   /** Rolls back, if a transaction is open. Never throws. */
@@ -110,6 +111,9 @@ export interface ClaimConnection {
   cutOff(): void;
   release(): Promise<void>;
 }
+
+/** SQLSTATE 25P02: a statement earlier in the transaction failed; nothing more runs but ROLLBACK. */
+const IN_FAILED_TRANSACTION = '25P02';
 
 /**
  * Postgres-side limits for the rest of a claim transaction, so that even a
@@ -157,7 +161,21 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     },
     async commit(after) {
       await broadcast(runner, 'BeforeTransactionCommit');
-      const [reply] = await script(`COMMIT; ${after}`);
+      // Deferred constraints checked before COMMIT, in the same message: if
+      // one fails, the transaction stays open (aborted) instead of ending,
+      // so the claim's session, and its note's lock, are not handed back to
+      // a pooler before the claim closes its connection.
+      let replies: PgResult[];
+      try {
+        replies = await script(`SET CONSTRAINTS ALL IMMEDIATE; COMMIT; ${after}`);
+      } catch (error) {
+        // A statement a handler swallowed left the transaction aborted: not
+        // committed, and left open for the caller to restart (ROLLBACK and
+        // BEGIN in one message, so a pooler keeps the session with it).
+        if ((error as { code?: string }).code === IN_FAILED_TRANSACTION) return false;
+        throw error;
+      }
+      const reply = replies[1];
       setTransactionBooks(runner, false, 0);
       const committed = reply.command === 'COMMIT';
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');

@@ -53,9 +53,11 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
  * Charges cut-off attempts (see `charge` in task-transitions.ts). Applied
  * only if the row still has the attempts the charge was decided from, and is
  * pending: a task that ran elsewhere meanwhile is not charged. `noteId`: the
- * attempt note this charge accounts for, deleted in the same statement (a
- * claim cut off after a handler's timeout); notes found dead by a claim are
- * trimmed by takeDeadNotes instead. Returns whether it was charged.
+ * attempt note this charge accounts for, deleted in the same statement if
+ * the charge applied (a claim cut off after a handler's timeout; kept
+ * otherwise, a dead note that the task's next claim charges); notes found
+ * dead by a claim are trimmed by takeDeadNotes instead. Returns whether it
+ * was charged.
  */
 export async function writeCharge(
   sql: Sql,
@@ -66,13 +68,17 @@ export async function writeCharge(
   const { row } = change;
   const dead = change.transition === 'exhaust';
   const rows = await sql.rows(
-    `WITH note AS (DELETE FROM delay_attempt WHERE id = $8::bigint)
-     UPDATE delayed_task t
-     SET attempts = $3, interrupted_at = $7, updated_at = $7, last_error = $4,
-         dead_at = CASE WHEN $5 THEN $7::timestamptz END,
-         due_at = $6, locked_by = $9::text
-     WHERE t.id = $1 AND t.attempts = $2 AND ${pendingIn('t')}
-     RETURNING t.id`,
+    `WITH charged AS (
+       UPDATE delayed_task t
+       SET attempts = $3, interrupted_at = $7, updated_at = $7, last_error = $4,
+           dead_at = CASE WHEN $5 THEN $7::timestamptz END,
+           due_at = $6, locked_by = $9::text
+       WHERE t.id = $1 AND t.attempts = $2 AND ${pendingIn('t')}
+       RETURNING t.id
+     ), note AS (
+       DELETE FROM delay_attempt WHERE id = $8::bigint AND EXISTS (SELECT 1 FROM charged)
+     )
+     SELECT id FROM charged`,
     [
       row.id,
       row.attempts,
