@@ -100,8 +100,6 @@ export interface ClaimConnection {
    * throws, the transaction still open: close the connection.
    */
   commit(after: string): Promise<boolean>;
-  /** Rolls back, if a transaction is open. Never throws. */
-  rollback(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
@@ -180,9 +178,6 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       const committed = reply.command === 'COMMIT';
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
-    },
-    async rollback() {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
     },
     literal: (value) => client.escapeLiteral(value),
     cutOff() {
