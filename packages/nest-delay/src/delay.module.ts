@@ -21,6 +21,7 @@ import { DelayRuntime } from './runtime/delay.runtime.js';
 import { loadTaskTracing } from './tracing/task-tracing.js';
 import type { ResolvedDelayOptions } from './delay.options.js';
 import { DelaySchedules } from './schedules/delay-schedules.service.js';
+import { DelayLimits } from './limits/delay-limits.service.js';
 import { ScheduleRegistry } from './schedules/schedule-registry.js';
 
 /**
@@ -54,9 +55,10 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
     DelayRuntime,
     DelayService,
     DelaySchedules,
+    DelayLimits,
     DelayAdmin,
   ],
-  exports: [DelayService, DelaySchedules, DelayAdmin, CLOCK],
+  exports: [DelayService, DelaySchedules, DelayLimits, DelayAdmin, CLOCK],
 })
 export class DelayModule extends DelayConfigurableModule {
   static forRootAsync(options: typeof DELAY_ASYNC_OPTIONS_TYPE): DynamicModule {

@@ -1,3 +1,4 @@
+import type { TaskLimit } from './limits/task-limit.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
@@ -23,6 +24,12 @@ export interface HandlerOptions {
   retry?: Omit<RetryPolicy, 'maxAttempts'>;
   /** How long one attempt may run before its signal aborts (default: the module's `handlerTimeout`). */
   timeout?: Duration;
+  /**
+   * Shared limits for this type, across every instance: handlers at once,
+   * starts per period, optionally per key of the payload (docs/limits.md).
+   * Changed at run time with DelayLimits.
+   */
+  limit?: TaskLimit;
 }
 
 /** A backoff with every field known. */

@@ -7,6 +7,7 @@ import {
 } from './delay.options.js';
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
+import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './limits/task-limit.js';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
 import { assertKnownHandlerOptions } from './option-keys.js';
 import type { TaskOutcome } from './task-outcome.js';
@@ -26,6 +27,14 @@ export interface RegisteredHandler {
   backoff: Backoff;
   /** One attempt's time limit; see the module option handlerTimeout. */
   timeoutMs: number;
+  /** Its declared shared limits, if any. */
+  limit?: DeclaredLimit;
+}
+
+/** A handler's declared limits, checked, and its key function. */
+export interface DeclaredLimit {
+  limit: ResolvedLimit;
+  key?: (payload: any) => string;
 }
 
 /** Task type → the one function that runs it. Filled at boot by the explorer. */
@@ -66,7 +75,17 @@ export class HandlerRegistry {
     if (timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new TypeError(`${where} timeout must be from 1 ms to 24.8 days; got ${timeoutMs} ms`);
     }
-    this.handlers.set(type, { fn, name, maxAttempts, backoff, timeoutMs });
+    let limit: DeclaredLimit | undefined;
+    if (options.limit !== undefined) {
+      const declared = options.limit;
+      if (declared === null || typeof declared !== 'object')
+        throw new TypeError(`${where} limit must be an object; got ${String(declared)}`);
+      if (declared.key !== undefined && typeof declared.key !== 'function')
+        throw new TypeError(`${where} limit.key must be a function of the payload`);
+      const resolved = resolveLimit(declared, NO_LIMIT, `${where} limit`);
+      if (isLimited(resolved)) limit = { limit: resolved, key: declared.key };
+    }
+    this.handlers.set(type, { fn, name, maxAttempts, backoff, timeoutMs, limit });
   }
 
   get(type: string): RegisteredHandler | undefined {
@@ -88,6 +107,16 @@ export class HandlerRegistry {
     let longest = this.defaults.timeoutMs;
     for (const handler of this.handlers.values()) longest = Math.max(longest, handler.timeoutMs);
     return longest;
+  }
+
+  /** The limits its handler declares here, if any. */
+  limitOf(type: string): DeclaredLimit | undefined {
+    return this.handlers.get(type)?.limit;
+  }
+
+  /** Types whose handlers declare limits. */
+  limitedTypes(): string[] {
+    return [...this.handlers].filter(([, handler]) => handler.limit).map(([type]) => type);
   }
 
   has(type: string): boolean {

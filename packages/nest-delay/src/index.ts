@@ -5,6 +5,8 @@ export type { DelayModuleExtras } from './delay.module-definition.js';
 export { DelayService } from './delay.service.js';
 export { DelaySchedules } from './schedules/delay-schedules.service.js';
 export { RecurringTask } from './schedules/recurring-task.decorator.js';
+export { DelayLimits, type TypeLimitInfo } from './limits/delay-limits.service.js';
+export type { LimitChange, ResolvedLimit, TaskLimit } from './limits/task-limit.js';
 export type {
   CatchUp,
   Occurrence,

@@ -1,3 +1,4 @@
+import type { TaskLimit } from './limits/task-limit.js';
 import type {
   DelayModuleOptions,
   HandlerOptions,
@@ -93,12 +94,20 @@ const HANDLER_KEYS = Object.keys({
   maxAttempts: 1,
   retry: 1,
   timeout: 1,
+  limit: 1,
 } satisfies Record<keyof HandlerOptions, 1>);
+const LIMIT_KEYS = Object.keys({
+  concurrency: 1,
+  rate: 1,
+  key: 1,
+} satisfies Record<keyof TaskLimit, 1>);
 const HANDLER_RETRY_KEYS = RETRY_KEYS.filter((key) => key !== 'maxAttempts');
 
 /** The same check for `@DelayedTaskHandler(type, options)`; `where` names the handler. */
 export function assertKnownHandlerOptions(options: HandlerOptions, where: string): void {
   assertKnownKeys(options, HANDLER_KEYS, where);
+  assertKnownKeys(options.limit, LIMIT_KEYS, where, 'limit.');
+  assertKnownKeys(options.limit?.rate, ['starts', 'per'], where, 'limit.rate.');
   assertKnownKeys(options.retry, HANDLER_RETRY_KEYS, where, 'retry.', (key) =>
     key === 'maxAttempts' ? 'A handler sets maxAttempts beside retry, not in it.' : undefined,
   );

@@ -6,6 +6,7 @@ import { DelayInstanceClock1764200000000 } from './1764200000000-DelayInstanceCl
 import { DelayClockCorrection1764300000000 } from './1764300000000-DelayClockCorrection.js';
 import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContext.js';
 import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
+import { DelayLimits1764600000000 } from './1764600000000-DelayLimits.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -24,4 +25,5 @@ export const delayMigrations = [
   DelayClockCorrection1764300000000,
   DelayTraceContext1764400000000,
   DelaySchedules1764500000000,
+  DelayLimits1764600000000,
 ];

@@ -23,10 +23,16 @@ export interface TaskAttemptEvent extends TaskEventTask {
 
 export interface TaskExecutedEvent extends TaskAttemptEvent {
   /**
-   * Its claim's time minus its due time, in ms (by the module's clock): the
-   * same `executed_at - due_at` the table records. Never negative.
+   * The engine's lateness: its claim's time minus its due time, in ms (by
+   * the module's clock), less `limitWaitMs`. For a task of an unlimited
+   * type, the same `executed_at - due_at` the table records. Never negative.
    */
   latenessMs: number;
+  /**
+   * How long it waited behind a shared limit or a pause of its type (0 for
+   * unlimited types): time the limit asked for, not the engine's lateness.
+   */
+  limitWaitMs: number;
 }
 
 export interface TaskFailedEvent extends TaskAttemptEvent {

@@ -3,7 +3,12 @@ import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from '../store/attempt-statements.js';
-import { claimTasks, type ClaimRow } from '../store/claim-statements.js';
+import {
+  claimTasks,
+  type ClaimGating,
+  type ClaimRow,
+  type GatedRow,
+} from '../store/claim-statements.js';
 import { earlierOccurrenceRetrying } from '../store/recurring-statements.js';
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';
@@ -31,6 +36,10 @@ import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from './tuning.js';
 
 export interface BatchResult {
   claimedIds: Set<TaskId>;
+  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
+  gated: GatedRow[];
+  /** A gate's claim found its line's slots held elsewhere, or its type paused. */
+  held: 'busy' | 'paused' | null;
   /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
   deferred: TaskId[];
   /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
@@ -46,6 +55,10 @@ export interface ClaimPlan {
   noteId: string;
   /** A claim of one task that may only run alone: the only kind that charges dead notes. */
   alone: boolean;
+  /** Limited types: handed to the gate, or (a gate's claim) claimed with a slot of its line. */
+  gating: ClaimGating;
+  /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
+  onStart?: (row: ClaimRow) => void;
 }
 
 /** The optimistic pass failed: rerun fenced, with the fates its failures already decided. */
@@ -115,28 +128,40 @@ export class ClaimBatch {
     const { sql } = connection;
     try {
       const exhausted = plan.alone ? await this.chargeDeadNotes(connection, ids, plan) : [];
-      const { claimed, deferred } = await claimTasks(
+      const { claimed, deferred, gated, held } = await claimTasks(
         sql,
         ids,
         new Date(plan.nowMs),
         plan.noteId,
         plan.alone,
+        gatingOf(plan.gating, known),
       );
       claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
       const fates = known
-        ? await this.runFenced(connection, claimed, plan.nowMs, known, spans)
-        : await this.runOptimistic(connection, claimed, plan.nowMs, spans);
+        ? await this.runFenced(connection, claimed, plan, known, spans)
+        : await this.runOptimistic(connection, claimed, plan, spans);
       if (fates instanceof Redo) return fates;
       // A handler may have swallowed a database error: then COMMIT rolls
       // everything back instead, and the batch runs again fenced.
       // A task claimed alone: its COMMIT shows under its span too.
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
-      if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
+      if (!(await (spans ? spans.withinOnly(commit) : commit()))) {
+        // A gate's claim holds one task, so the fault is its handler's: it
+        // fails now rather than start again in a fenced pass (a second start,
+        // which its line's limits would have to allow).
+        if (plan.gating.line && claimed.length === 1)
+          return new Redo(
+            new Map([[claimed[0].id, fail(claimed[0], leftAborted('COMMIT'), plan.nowMs, this.rules)]]),
+          );
+        return new Redo(new Map());
+      }
       spans?.committed([...exhausted, ...fates]);
       for (const fate of [...exhausted, ...fates]) this.log(fate);
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred,
+        gated,
+        held,
         fates: [...exhausted, ...fates],
         rerun: false,
       };
@@ -182,13 +207,14 @@ export class ClaimBatch {
   private async runOptimistic(
     connection: ClaimConnection,
     claimed: ClaimRow[],
-    nowMs: number,
+    plan: ClaimPlan,
     spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
     const fates: Fate[] = [];
+    const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
-      let fate = await this.attempt(connection, row, nowMs, spans);
+      let fate = await this.attempt(connection, row, plan, spans);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -205,11 +231,12 @@ export class ClaimBatch {
   private async runFenced(
     connection: ClaimConnection,
     claimed: ClaimRow[],
-    nowMs: number,
+    plan: ClaimPlan,
     known: Map<TaskId, Fate>,
     spans: PassSpans | undefined,
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
+    const { nowMs } = plan;
     for (const [index, row] of claimed.entries()) {
       // One round trip per fence: the previous task's savepoint is released
       // and this one's taken in one simple-protocol query.
@@ -222,7 +249,7 @@ export class ClaimBatch {
           `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
         );
       // A task that already failed this attempt is not run a second time in it.
-      const fate = known.get(row.id) ?? (await this.attempt(connection, row, nowMs, spans));
+      const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
       fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
     }
@@ -280,9 +307,10 @@ export class ClaimBatch {
   private async attempt(
     connection: ClaimConnection,
     row: ClaimRow,
-    nowMs: number,
+    plan: ClaimPlan,
     spans: PassSpans | undefined,
   ): Promise<Fate> {
+    const { nowMs, onStart } = plan;
     spans?.open(row, nowMs);
     const handler = this.registry.get(row.type);
     if (!handler) return discard(row, noHandlerAtRun(row.type));
@@ -300,9 +328,9 @@ export class ClaimBatch {
     let returned: unknown;
     try {
       returned = await withDeadline(
-        (controller) =>
+        (controller) => {
           // In the task's scope: whatever the handler logs names the task.
-          runInTaskScope(scopeOf(row), () =>
+          const running = runInTaskScope(scopeOf(row), () =>
             call(spans, row.id, () =>
               handler.fn(row.payload, {
                 task: toTask(row),
@@ -316,7 +344,11 @@ export class ClaimBatch {
                 },
               }),
             ),
-          ),
+          );
+          // Its first statement has run: it has started, whatever it does next.
+          onStart?.(row);
+          return running;
+        },
         handler.timeoutMs,
         Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
         () => new HandlerCutOff(row, handler.timeoutMs),
@@ -356,6 +388,17 @@ export class ClaimBatch {
       runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
     }
   }
+}
+
+/**
+ * The gating of one pass. A gate's fenced pass only writes the fates its
+ * optimistic pass decided (one task, known): it claims without a slot, as it
+ * starts no handler, and must not be kept from writing a failure by a slot
+ * someone took meanwhile.
+ */
+function gatingOf(gating: ClaimGating, known: Map<TaskId, Fate> | undefined): ClaimGating {
+  if (!gating.line || !known || known.size === 0) return gating;
+  return { line: { ...gating.line, concurrency: null }, unslotted: true };
 }
 
 /** A failed attempt's writes are undone before its fate is written. */

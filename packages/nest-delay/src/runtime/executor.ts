@@ -2,7 +2,15 @@ import type { TaskId } from '../task.types.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { retryDelayMs } from '../delay.options.js';
+import { DatabaseClock } from '../clock/index.js';
 import { recordAttemptAndBegin } from '../store/attempt-statements.js';
+import {
+  reapCredits,
+  returnCredit,
+  stampCredit,
+  takeCredit,
+  type TakenCredit,
+} from '../store/limit-statements.js';
 import { findPendingByIds } from '../store/claim-statements.js';
 import { claimConnection, type ClaimConnection } from '../store/sql.js';
 import { writeCharge } from '../store/transition-statements.js';
@@ -12,6 +20,7 @@ import { ClaimQueue } from './claim-queue.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { ExecutionStats } from './execution-stats.js';
 import { HandlerCutOff } from './handler-deadline.js';
+import { LimitGate, type GateClaim, type GateOutcome } from './limit-gate.js';
 import { NoteKeeper } from './note-keeper.js';
 import { reportBatch, reportFate } from './outcome-events.js';
 import type { TaskWheel } from './task-wheel.js';
@@ -36,12 +45,18 @@ export class Executor implements LifecycleService {
   /** Fired ids a claim passed by once and that were put straight back (see recheck). */
   private readonly missedOnce = new Set<TaskId>();
   private inFlight = 0;
+  /** Of those, the gate's claims (one limited task each). */
+  private gatedInFlight = 0;
   private aloneInFlight = false;
+  /** Rate credits being stamped after their starts. */
+  private readonly stamps = new Set<Promise<void>>();
   private stopped = false;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly batch: ClaimBatch;
   readonly stats = new ExecutionStats();
+  /** Where tasks of limited or paused types wait for their turn. */
+  readonly gate: LimitGate;
 
   constructor(
     private readonly ctx: DelayContext,
@@ -49,6 +64,12 @@ export class Executor implements LifecycleService {
     private readonly wheel: TaskWheel,
   ) {
     this.batch = new ClaimBatch(ctx, registry);
+    this.gate = new LimitGate(
+      ctx,
+      registry,
+      () => this.pump(),
+      (ids) => this.enqueue(ids),
+    );
   }
 
   /** Ids waiting for a claim transaction. */
@@ -56,12 +77,16 @@ export class Executor implements LifecycleService {
     return this.queue.size;
   }
 
-  /** Nothing queued and no claim transaction running. */
+  /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
   get idle(): boolean {
-    return this.queue.size === 0 && this.inFlight === 0;
+    return this.queue.size === 0 && this.inFlight === 0 && !this.gate.hasReady;
   }
 
-  async start(): Promise<void> {}
+  async start(): Promise<void> {
+    // Credits this instance left in flight under the same id before a restart.
+    await reapCredits(this.ctx.db.pool, [this.ctx.options.instanceId]);
+    await this.gate.start();
+  }
 
   enqueue(ids: Iterable<TaskId>): void {
     if (this.stopped) return;
@@ -84,15 +109,20 @@ export class Executor implements LifecycleService {
   async stop(): Promise<void> {
     this.stopped = true;
     this.queue.clear();
+    await this.gate.stop();
     this.wake(this.roomWaiters);
     this.wake(this.idleWaiters);
     const timeoutMs = this.ctx.options.shutdownTimeoutMs;
-    if (await this.finishedWithin(timeoutMs)) return;
+    if (await this.finishedWithin(timeoutMs)) {
+      await Promise.allSettled([...this.stamps]);
+      return;
+    }
     this.ctx.logger.warn(
       `Handlers still running after ${timeoutMs} ms were cut off; their transactions rolled back, ` +
         `their tasks stay pending and go to another instance when the lease expires`,
     );
     await this.notes.cutOffAll(this.ctx.db.pool);
+    await Promise.allSettled([...this.stamps]);
   }
 
   /** True when a handler was cut off at stop (its locks may linger until the server notices). */
@@ -125,19 +155,31 @@ export class Executor implements LifecycleService {
         if (this.inFlight === 0) this.launch(this.queue.takeAlone(), true);
         return;
       }
-      if (this.inFlight >= this.ctx.concurrency || !this.queue.hasWaiting) return;
+      if (this.inFlight >= this.ctx.concurrency) return;
+      // The gate's claims take turns with batches and never take every
+      // worker: tasks of unlimited types always have a claim to go to.
+      const gateRoom = this.gatedInFlight < Math.max(1, this.ctx.concurrency - 1);
+      const gateTurn = gateRoom && (this.gatedInFlight === 0 || !this.queue.hasWaiting);
+      const gated = gateTurn ? this.gate.next(this.inFlight === 0) : undefined;
+      if (gated) {
+        this.launch([gated.item.id], gated.item.alone, gated);
+        continue;
+      }
+      if (!this.queue.hasWaiting) return;
       this.launch(this.queue.takeBatch(this.ctx.options.batchSize, this.ctx.concurrency), false);
     }
   }
 
-  private launch(ids: TaskId[], alone: boolean): void {
+  private launch(ids: TaskId[], alone: boolean, gated?: GateClaim): void {
     this.inFlight++;
+    if (gated) this.gatedInFlight++;
     this.aloneInFlight = alone;
-    const claim = () => this.claim(ids, alone);
+    const claim = () => (gated ? this.claimGated(gated) : this.claim(ids, alone));
     const { tracing } = this.ctx;
     void (tracing ? tracing.detached(claim) : claim()).finally(() => {
       this.queue.claimEnded(ids);
       this.inFlight--;
+      if (gated) this.gatedInFlight--;
       if (alone) this.aloneInFlight = false;
       this.pump();
       this.wake(this.roomWaiters);
@@ -148,8 +190,90 @@ export class Executor implements LifecycleService {
     });
   }
 
+  /**
+   * A gate's claim of one limited task: a rate credit first, in a statement
+   * of its own (none free: the line waits until one frees), then the claim,
+   * which takes a concurrency slot with the task. The credit is stamped once
+   * the handler has started, or put back if it never did.
+   */
+  private async claimGated(gated: GateClaim): Promise<void> {
+    const { ctx } = this;
+    const { line, item } = gated;
+    const holder = ctx.options.instanceId;
+    let outcome: GateOutcome = { kind: 'failed' };
+    let credit: TakenCredit | undefined;
+    let started = false;
+    try {
+      if (gated.effective.rate) {
+        const answer = await takeCredit(
+          ctx.db.pool,
+          line.type,
+          line.key,
+          gated.declared.rate,
+          holder,
+          this.limitNowMs(),
+        );
+        if (answer.taken) credit = answer.taken;
+        else if (!('unlimited' in answer)) {
+          outcome = { kind: 'rate', nextFreeMs: answer.nextFreeMs };
+          return;
+        }
+      }
+      const taken = credit;
+      outcome = await this.claim([item.id], item.alone, gated, taken, () => {
+        started = true;
+        if (taken) this.stamp(line.type, line.key, taken.credit);
+      });
+    } catch (error) {
+      ctx.logger.error(`Taking a rate credit for ${line.type} failed: ${errorText(error)}`);
+      this.wheel.hold(item.id, this.retrySoonMs());
+    } finally {
+      if (credit && !started)
+        await returnCredit(ctx.db.pool, line.type, line.key, credit, holder).catch(
+          (error: unknown) =>
+            ctx.logger.error(
+              `Putting back an unused rate credit of ${line.type} failed (it frees when this instance restarts or is taken over): ${errorText(error)}`,
+            ),
+        );
+      this.gate.ended(gated, outcome);
+    }
+  }
+
+  /** Stamps a credit after its start; retried a few times, else left in flight (the safe side). */
+  private stamp(type: string, key: string, credit: number): void {
+    const { ctx } = this;
+    const attempt = async (tries: number): Promise<void> => {
+      try {
+        await stampCredit(ctx.db.pool, type, key, credit, ctx.options.instanceId, this.limitNowMs());
+      } catch (error) {
+        if (tries >= 5 || this.stopped) {
+          ctx.logger.error(
+            `Stamping a rate credit of ${type} failed; it stays in use until this instance restarts or is taken over: ${errorText(error)}`,
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * tries));
+        await attempt(tries + 1);
+      }
+    };
+    const stamping = attempt(1);
+    this.stamps.add(stamping);
+    void stamping.finally(() => this.stamps.delete(stamping));
+  }
+
+  /** The time limits are kept in: the database's (null) unless the module runs on a clock of a test's. */
+  private limitNowMs(): number | null {
+    return this.ctx.clock instanceof DatabaseClock ? null : this.ctx.clock.now();
+  }
+
   /** One claim transaction on a connection of its own, and what follows it. */
-  private async claim(ids: TaskId[], alone: boolean): Promise<void> {
+  private async claim(
+    ids: TaskId[],
+    alone: boolean,
+    gated?: GateClaim,
+    credit?: TakenCredit,
+    onStart?: () => void,
+  ): Promise<GateOutcome> {
     const { ctx } = this;
     let connection: ClaimConnection | undefined;
     let noteId: string | undefined;
@@ -160,7 +284,7 @@ export class Executor implements LifecycleService {
       connection = await claimConnection(ctx.db);
       startedAt = performance.now();
       // A stop that came while this waited for a connection has already cut off the others.
-      if (this.stopped) return;
+      if (this.stopped) return { kind: 'failed' };
       this.notes.lent(connection);
       nowMs = ctx.clock.now();
       await this.notes.forgetEarlier(connection.sql);
@@ -174,24 +298,39 @@ export class Executor implements LifecycleService {
         this.batch.backstopMs,
       );
       this.notes.noted(connection, noteId);
-      result = await this.batch.run(connection, ids, { nowMs, noteId, alone });
+      result = await this.batch.run(connection, ids, {
+        nowMs,
+        noteId,
+        alone,
+        gating: gated
+          ? {
+              line: {
+                type: gated.line.type,
+                key: gated.line.key,
+                concurrency: gated.declared.concurrency,
+                credit: credit && { credit: credit.credit, holder: ctx.options.instanceId },
+              },
+            }
+          : { declared: this.gate.declaredTypes() },
+        onStart,
+      });
     } catch (error) {
       if (error instanceof HandlerCutOff && noteId !== undefined && !this.stopped) {
         await this.chargeCutOff(error, noteId, ids);
-        return;
+        return { kind: 'ran' };
       }
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
       // the closed session has let go of it.
       if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
-      if (this.stopped) return;
+      if (this.stopped) return { kind: 'failed' };
       ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
       // Nothing committed: every id is still pending in the database.
       this.holdAll(ids, this.retrySoonMs());
-      return;
+      return { kind: 'failed' };
     } finally {
       if (connection) {
         this.notes.returned(connection);
@@ -199,12 +338,21 @@ export class Executor implements LifecycleService {
       }
     }
     this.stats.record(result);
-    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt);
+    // Time a gate's task waited for its limit is not the engine's lateness.
+    const limitWaitMs = gated ? Math.max(0, nowMs - gated.item.sinceMs) : 0;
+    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaitMs);
     for (const fate of result.fates) this.follow(fate);
-    for (const id of result.deferred) this.queueAlone(id);
     for (const id of result.claimedIds) this.missedOnce.delete(id);
-    const missing = ids.filter((id) => !result.claimedIds.has(id) && !result.deferred.includes(id));
+    if (result.gated.length > 0) this.gate.add(result.gated);
+    if (gated) {
+      if (result.held) return { kind: result.held };
+      if (result.claimedIds.size > 0) return { kind: 'ran' };
+      if (result.deferred.length > 0) return { kind: 'alone' };
+    } else for (const id of result.deferred) this.queueAlone(id);
+    const passed = new Set([...result.deferred, ...result.gated.map((row) => row.id)]);
+    const missing = ids.filter((id) => !result.claimedIds.has(id) && !passed.has(id));
     if (missing.length > 0) await this.recheck(missing);
+    return { kind: gated ? 'gone' : 'ran' };
   }
 
   /** The wheel follows a fate: a task pending again is held here if leased here. */

@@ -22,14 +22,21 @@ export function reportBatch(
   requested: number,
   claimMs: number,
   durationMs: number,
+  limitWaitMs = 0,
 ): void {
-  for (const fate of result.fates) reportFate(observer, fate, claimMs);
+  for (const fate of result.fates) reportFate(observer, fate, claimMs, limitWaitMs);
   if (observer.wants('onClaim')) {
     observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
   }
 }
 
-export function reportFate(observer: ObserverCalls, fate: Fate, claimMs: number): void {
+/** `limitWaitMs`: how long it waited behind a shared limit or a pause, kept out of its lateness. */
+export function reportFate(
+  observer: ObserverCalls,
+  fate: Fate,
+  claimMs: number,
+  limitWaitMs = 0,
+): void {
   if (!observer.wants(HOOK[fate.transition])) return;
   const { row } = fate;
   const base = {
@@ -43,7 +50,8 @@ export function reportFate(observer: ObserverCalls, fate: Fate, claimMs: number)
     case 'complete':
       observer.emit('onExecuted', {
         ...base,
-        latenessMs: Math.max(0, claimMs - row.due_at.getTime()),
+        latenessMs: Math.max(0, claimMs - row.due_at.getTime() - limitWaitMs),
+        limitWaitMs,
       });
       return;
     case 'discard':

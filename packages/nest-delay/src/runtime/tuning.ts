@@ -49,3 +49,13 @@ export const CLOCK_CORRECTION_ALARM_MS = 2_000;
 
 /** Schedules one planning transaction locks at most; a full page is followed by another. */
 export const SCHEDULES_PER_PLAN = 100;
+
+/**
+ * A limit's line whose slots are all held by other instances looks again
+ * after this, doubling up to LIMIT_BUSY_MAX_RETRY_MS: one statement for all
+ * such lines (LimitGate.lookAgain). Its own claims ending wake it at once.
+ */
+export const LIMIT_BUSY_FIRST_RETRY_MS = 10;
+export const LIMIT_BUSY_MAX_RETRY_MS = 1000;
+/** How often the limits table is read while tasks wait behind a limit or a pause (a resume elsewhere is seen within this). */
+export const LIMIT_REFRESH_MS = 1000;

@@ -1,5 +1,6 @@
 import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from './pending.js';
+import { LIMIT_LOCK_CLASS, slotLockKey } from './limit-statements.js';
 import type { Sql } from './sql.js';
 import type { DueRow, TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
@@ -16,6 +17,14 @@ export interface ClaimRow extends TaskRow {
   previous_occurrence_at: Date | null;
 }
 
+/** A due task of a limited (or paused) type, returned unclaimed for the limit gate. */
+export interface GatedRow {
+  id: TaskId;
+  type: string;
+  payload: unknown;
+  dueAtMs: number;
+}
+
 /** What one claim statement took, and what it left for a claim of its own. */
 export interface Claimed {
   claimed: ClaimRow[];
@@ -24,7 +33,33 @@ export interface Claimed {
    * cut off or another note lists them: each gets a claim of its own.
    */
   deferred: TaskId[];
+  /** Due tasks of types with a limit or a pause: each waits in the limit gate. */
+  gated: GatedRow[];
+  /** A gate's claim found no slot free ('busy') or the type paused ('paused'). */
+  held: 'busy' | 'paused' | null;
 }
+
+/** How a claim treats limited types (see limit-statements.ts). */
+export type ClaimGating =
+  /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */
+  | { declared: string[]; line?: undefined; unslotted?: undefined }
+  /**
+   * The gate's claim of one task of a line: claimed only while its type is
+   * not paused and, under a concurrency limit (the run-time one when set,
+   * else `concurrency`), with a slot taken for the transaction.
+   */
+  | {
+      line: {
+        type: string;
+        key: string;
+        concurrency: number | null;
+        /** The rate credit taken for this start: claimed only while this instance still holds it. */
+        credit?: { credit: number; holder: string };
+      };
+      /** Claimed with no slot and whatever the pause: it only writes a fate already decided. */
+      unslotted?: boolean;
+      declared?: undefined;
+    };
 
 /**
  * The claim: takes the due, still pending tasks among `ids` inside the
@@ -41,6 +76,11 @@ export interface Claimed {
  * listed in any other note, dead or alive, is locked but left unclaimed and
  * returned in `deferred`: it runs in a claim of its own, so a task that
  * kills its process takes no batch-mates with it.
+ *
+ * Shared limits (`gating`): a claim of fired tasks leaves those of limited
+ * or paused types unclaimed and returns them in `gated`; the limit gate then
+ * claims each with its line, and that claim takes a concurrency slot (a
+ * transaction-scoped advisory lock) in this same statement, before the task.
  */
 export async function claimTasks(
   sql: Sql,
@@ -48,21 +88,50 @@ export async function claimTasks(
   now: Date,
   noteId: string,
   alone: boolean,
+  gating: ClaimGating,
 ): Promise<Claimed> {
-  const rows = await sql.rows<Wire<ClaimRow> & { deferred: TaskId[] }>(
+  const line = gating.line;
+  const rows = await sql.rows<
+    Wire<ClaimRow> & {
+      deferred: TaskId[];
+      gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
+      slots: number;
+      slot_ok: boolean;
+    }
+  >(
     `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3
+     ), gate AS (
+       SELECT CASE WHEN $6::text IS NULL OR $9::boolean THEN -1
+                   WHEN l.paused_at IS NOT NULL THEN 0
+                   WHEN l.overridden THEN COALESCE(l.concurrency, -1)
+                   ELSE COALESCE($8::int, -1) END AS slots
+       FROM (SELECT 1) one LEFT JOIN delay_type_limit l ON l.type = $6
+     ), slot AS (
+       SELECT slots, ($10::int IS NULL OR EXISTS (
+         SELECT 1 FROM delay_limit_credit c
+         WHERE c.type = $6 AND c.key = $7 AND c.credit = $10 AND c.holder = $11 AND c.used_at = 'infinity'
+       )) AND (slots < 0 OR EXISTS (
+         SELECT 1 FROM generate_series(0, slots - 1) s
+         WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${slotLockKey('$6', '$7', 's')})
+       )) AS ok FROM gate
      ), due AS (
-       SELECT id, interrupted_at FROM delayed_task
-       WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND due_at <= $2
-       FOR UPDATE SKIP LOCKED
+       SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
+              $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE WHEN l.overridden
+                THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
+                ELSE t.type = ANY($5::text[]) END) AS gated
+       FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
+       WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
+         AND (SELECT ok FROM slot)
+       FOR UPDATE OF t SKIP LOCKED
      ), listed AS (
        SELECT DISTINCT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
        WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
          AND a.recorded_at >= pg_postmaster_start_time() AND task_id IN (SELECT id FROM due)
      ), runnable AS (
        SELECT id FROM due
-       WHERE $4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed))
+       WHERE NOT gated
+         AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
      ), claimed AS (
        UPDATE delayed_task t
        SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
@@ -75,14 +144,39 @@ export async function claimTasks(
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at
      )
-     SELECT claimed.*, left_over.deferred
-     FROM (SELECT ARRAY(SELECT id FROM due WHERE id NOT IN (SELECT id FROM runnable)) AS deferred) left_over
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.slots, left_over.slot_ok
+     FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND id NOT IN (SELECT id FROM runnable)) AS deferred,
+                  (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
+                                                     'due', ${epochMs('due_at')}))
+                   FROM due WHERE gated) AS gated,
+                  slot.slots, slot.ok AS slot_ok
+           FROM slot) left_over
      LEFT JOIN claimed ON true`,
-    [ids, now, noteId, alone],
+    [
+      ids,
+      now,
+      noteId,
+      alone,
+      gating.declared ?? [],
+      line?.type ?? null,
+      line?.key ?? null,
+      line?.concurrency ?? null,
+      gating.line !== undefined && gating.unslotted === true,
+      gating.unslotted ? null : (line?.credit?.credit ?? null),
+      line?.credit?.holder ?? null,
+    ],
   );
+  const first = rows[0];
   return {
     claimed: rows.filter((row) => row.id !== null).map(fromWire),
-    deferred: rows[0]?.deferred ?? [],
+    deferred: first?.deferred ?? [],
+    gated: (first?.gated ?? []).map((g) => ({
+      id: g.id,
+      type: g.type,
+      payload: g.payload,
+      dueAtMs: Math.floor(g.due),
+    })),
+    held: !first || first.slot_ok ? null : first.slots === 0 ? 'paused' : 'busy',
   };
 }
 

@@ -39,7 +39,10 @@ export async function heartbeat(
 /** The database's clock as epoch milliseconds, read when evaluated (not at transaction start). */
 const DATABASE_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8`;
 
-/** Frees the tasks of instances whose lease expired (still, before `expiredBefore`) and forgets them. */
+/**
+ * Frees the tasks of instances whose lease expired (still, before
+ * `expiredBefore`) and forgets them, stamping the rate credits they held.
+ */
 export async function releaseExpiredInstances(
   sql: Sql,
   instanceIds: string[],
@@ -48,6 +51,10 @@ export async function releaseExpiredInstances(
   await sql.rows(
     `WITH dead AS (
        DELETE FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2 RETURNING id
+     ), credits AS (
+       -- Rate credits they left in flight: whatever they started, they started before now.
+       UPDATE delay_limit_credit c SET used_at = clock_timestamp(), holder = NULL
+       FROM dead WHERE c.holder = dead.id AND c.used_at = 'infinity'
      )
      UPDATE delayed_task t SET locked_by = NULL
      FROM dead WHERE t.locked_by = dead.id AND ${pendingIn('t')}`,

@@ -1,0 +1,159 @@
+import { Injectable } from '@nestjs/common';
+import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import { HandlerRegistry } from '../handler-registry.js';
+import { DelayRuntime } from '../runtime/delay.runtime.js';
+import {
+  countWaiting,
+  readTypeLimits,
+  setPaused,
+  writeOverride,
+} from '../store/limit-statements.js';
+import { LimitBook } from './limit-book.js';
+import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from './task-limit.js';
+
+/** One task type's limits, as DelayLimits lists them. */
+export interface TypeLimitInfo {
+  type: string;
+  /** Paused cluster-wide: none of its tasks starts until resumed. */
+  paused: boolean;
+  pausedAt: Date | null;
+  /** What its handler declares here (null: no limit declared). */
+  declared: ResolvedLimit | null;
+  /** What was set at run time in its place (null: none). */
+  override: ResolvedLimit | null;
+  /** In force (null: unlimited). */
+  effective: ResolvedLimit | null;
+  /** Limits apply to each key of the payload (its handler's `limit.key`), not to the type as a whole. */
+  perKey: boolean;
+  /** Its pending tasks already due, on every instance: waiting for the limit or the pause, or about to run. */
+  waiting: number;
+  /** Of those, held in this instance's gate. */
+  waitingHere: number;
+}
+
+/**
+ * Shared limits at run time: pause and resume a type on every instance, set
+ * limits in place of the declared ones, or go back to them. Each change is
+ * one statement on `delay_type_limit`, which every claim reads, so it holds
+ * for every instance from its next claim; tasks already waiting here follow
+ * at once, those waiting elsewhere within a second. Pausing moves no task:
+ * each keeps its due time and runs on resume, in due order, once.
+ */
+@Injectable()
+export class DelayLimits {
+  constructor(
+    private readonly runtime: DelayRuntime,
+    private readonly handlers: HandlerRegistry,
+  ) {}
+
+  /** No task of `type` starts, on any instance, until `resume`. Tasks running finish. */
+  async pause(type: string): Promise<TypeLimitInfo> {
+    await this.known(type);
+    const now = new Date(this.now());
+    await setPaused(this.db, type, true, now);
+    this.gate.changed(type, { type, paused_at: now });
+    return this.get(type);
+  }
+
+  async resume(type: string): Promise<TypeLimitInfo> {
+    await this.known(type);
+    await setPaused(this.db, type, false, new Date(this.now()));
+    this.gate.changed(type, { type, paused_at: null });
+    return this.get(type);
+  }
+
+  /**
+   * Sets limits for `type` in place of its declared ones, on every instance:
+   * fields given replace those in force (null removes that limit), others
+   * stay. A key function can only be declared in code.
+   */
+  async set(type: string, change: LimitChange): Promise<TypeLimitInfo> {
+    await this.known(type);
+    if (change === null || typeof change !== 'object' || Array.isArray(change))
+      throw new DelayValidationError('limit', 'must be an object like { concurrency, rate }');
+    const current = (await this.get(type)).effective ?? { concurrency: null, rate: null };
+    let limit: ResolvedLimit;
+    try {
+      limit = resolveLimit(change, current, 'limit');
+    } catch (error) {
+      // resolveLimit's message begins with the field it names.
+      const message = (error as Error).message;
+      const field = message.split(' ')[0];
+      throw new DelayValidationError(field, message.slice(field.length + 1));
+    }
+    await writeOverride(this.db, type, limit, new Date(this.now()));
+    this.gate.changed(type, {
+      type,
+      overridden: true,
+      concurrency: limit.concurrency,
+      rate_starts: limit.rate?.starts ?? null,
+      rate_per_ms: limit.rate ? String(limit.rate.perMs) : null,
+    });
+    return this.get(type);
+  }
+
+  /** Back to the limits its handler declares. A pause stays. */
+  async reset(type: string): Promise<TypeLimitInfo> {
+    await this.known(type);
+    await writeOverride(this.db, type, null, new Date(this.now()));
+    this.gate.changed(type, { type, overridden: false });
+    return this.get(type);
+  }
+
+  /** Every type with a handler here or anything set at run time, by name. */
+  async list(): Promise<TypeLimitInfo[]> {
+    const rows = await readTypeLimits(this.db);
+    const book = new LimitBook((type) => this.handlers.limitOf(type)?.limit);
+    book.replace(rows);
+    const types = [...new Set([...this.handlers.types(), ...rows.map((row) => row.type)])].sort();
+    const waiting = await countWaiting(this.db, types, new Date(this.now()));
+    const here = this.gate.waitingByType();
+    return types.map((type) => {
+      const limits = book.of(type);
+      const declared = this.handlers.limitOf(type);
+      return {
+        type,
+        paused: limits.pausedAt !== null,
+        pausedAt: limits.pausedAt,
+        declared: declared?.limit ?? null,
+        override: limits.override,
+        effective: isLimited(limits.effective) ? limits.effective : null,
+        perKey: declared?.key !== undefined,
+        waiting: waiting.get(type) ?? 0,
+        waitingHere: here.get(type) ?? 0,
+      };
+    });
+  }
+
+  async get(type: string): Promise<TypeLimitInfo> {
+    const found = (await this.list()).find((info) => info.type === type);
+    if (!found) throw new UnknownTaskTypeError(type, this.handlers.types());
+    return found;
+  }
+
+  /** A type with a handler here, or one already set at run time, or any type when allowUnknownTypes. */
+  private async known(type: string): Promise<void> {
+    if (typeof type !== 'string' || type.length < 1 || type.length > 200)
+      throw new DelayValidationError(
+        'type',
+        `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
+      );
+    if (this.handlers.has(type) || this.runtime.ctx.options.allowUnknownTypes) return;
+    const rows = await readTypeLimits(this.db);
+    if (!rows.some((row) => row.type === type))
+      throw new UnknownTaskTypeError(type, this.handlers.types());
+  }
+
+  private get gate() {
+    return this.runtime.executor.gate;
+  }
+
+  private now(): number {
+    return this.runtime.ctx.clock.now();
+  }
+
+  private get db() {
+    return this.runtime.ctx.db.pool;
+  }
+}

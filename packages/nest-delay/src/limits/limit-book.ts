@@ -1,0 +1,70 @@
+import type { TypeLimitRow } from '../store/limit-statements.js';
+import { isLimited, NO_LIMIT, type ResolvedLimit } from './task-limit.js';
+
+/** One type's limits as this instance last knew them. */
+export interface TypeLimits {
+  /** What its handler declares here. */
+  declared: ResolvedLimit;
+  /** What was set at run time in its place, if anything. */
+  override: ResolvedLimit | null;
+  /** In force: the override, else the declared. */
+  effective: ResolvedLimit;
+  pausedAt: Date | null;
+}
+
+/**
+ * Which types are limited or paused, for routing fired tasks and pacing the
+ * gate's lines. A copy: the claim statements read `delay_type_limit`
+ * themselves, so a change holds from the next claim on every instance even
+ * before its copy is refreshed (the gate refreshes it every second while
+ * anything waits, and each instance at every heartbeat).
+ */
+export class LimitBook {
+  private rows = new Map<string, TypeLimitRow>();
+
+  constructor(private readonly declaredOf: (type: string) => ResolvedLimit | undefined) {}
+
+  replace(rows: TypeLimitRow[]): void {
+    this.rows = new Map(rows.map((row) => [row.type, row]));
+  }
+
+  /** A change made here, before the next read. */
+  apply(row: Partial<TypeLimitRow> & { type: string }): void {
+    const current = this.rows.get(row.type) ?? {
+      type: row.type,
+      paused_at: null,
+      overridden: false,
+      concurrency: null,
+      rate_starts: null,
+      rate_per_ms: null,
+      updated_at: new Date(0),
+    };
+    this.rows.set(row.type, { ...current, ...row });
+  }
+
+  of(type: string): TypeLimits {
+    const declared = this.declaredOf(type) ?? NO_LIMIT;
+    const row = this.rows.get(type);
+    const override = row?.overridden
+      ? {
+          concurrency: row.concurrency,
+          rate:
+            row.rate_starts !== null && row.rate_per_ms !== null
+              ? { starts: row.rate_starts, perMs: Number(row.rate_per_ms) }
+              : null,
+        }
+      : null;
+    return { declared, override, effective: override ?? declared, pausedAt: row?.paused_at ?? null };
+  }
+
+  /** Tasks of this type go through the gate. */
+  gates(type: string): boolean {
+    const limits = this.of(type);
+    return limits.pausedAt !== null || isLimited(limits.effective);
+  }
+
+  /** Types with a run-time row (set or paused). */
+  knownTypes(): string[] {
+    return [...this.rows.keys()];
+  }
+}
