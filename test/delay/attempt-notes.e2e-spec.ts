@@ -69,6 +69,8 @@ describeWithServer('attempt notes of live claims', () => {
       expect(await claimTasks(sqlOf(second), [id], now, secondNote, false)).toEqual({
         claimed: [],
         deferred: [id],
+        gated: [],
+        held: null,
       });
       await second.query('COMMIT');
       const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
@@ -82,6 +84,8 @@ describeWithServer('attempt notes of live claims', () => {
       expect(await claimTasks(sqlOf(first), [id], now, firstNote, false)).toEqual({
         claimed: [],
         deferred: [],
+        gated: [],
+        held: null,
       });
       await first.query('COMMIT');
       expect((await pool.query(`SELECT count(*)::int AS n FROM delay_attempt`)).rows[0].n).toBe(0);
@@ -116,6 +120,8 @@ describeWithServer('attempt notes of live claims', () => {
       expect(await claimTasks(sqlOf(next), [id], now, note, false)).toEqual({
         claimed: [],
         deferred: [id],
+        gated: [],
+        held: null,
       });
       await next.query('COMMIT');
       const solo = await recordAttempt(sqlOf(next), 'next', [id], now);

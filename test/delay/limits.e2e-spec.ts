@@ -1,7 +1,13 @@
 import { ConsoleLogger, Injectable, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DelayLimits, DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
+import {
+  DelayLimits,
+  DelayModule,
+  DelayService,
+  DelayedTaskHandler,
+  type TaskContext,
+} from 'nest-delay';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import {
   createTestDatabase,
@@ -37,7 +43,9 @@ class LimitedHandlers {
   })
   async partnerCall(payload: { merchant: string }, context: TaskContext) {
     const start = Date.now();
-    await context.manager.query(`INSERT INTO limited_effect (task_id) VALUES ($1)`, [context.task.id]);
+    await context.manager.query(`INSERT INTO limited_effect (task_id) VALUES ($1)`, [
+      context.task.id,
+    ]);
     await new Promise((resolve) => setTimeout(resolve, 5));
     runs.push({
       type: 'test.partner-call',
@@ -53,8 +61,17 @@ class LimitedHandlers {
   @DelayedTaskHandler('test.free')
   async free(_payload: unknown, context: TaskContext) {
     const start = Date.now();
-    await context.manager.query(`INSERT INTO limited_effect (task_id) VALUES ($1)`, [context.task.id]);
-    runs.push({ type: 'test.free', key: '', id: context.task.id, attempt: context.attempt, start, end: Date.now() });
+    await context.manager.query(`INSERT INTO limited_effect (task_id) VALUES ($1)`, [
+      context.task.id,
+    ]);
+    runs.push({
+      type: 'test.free',
+      key: '',
+      id: context.task.id,
+      attempt: context.attempt,
+      start,
+      end: Date.now(),
+    });
   }
 }
 
@@ -144,8 +161,7 @@ describeWithServer('shared limits across three instances (real time)', () => {
       payload: { merchant: i < 1000 ? 'm0' : `m${1 + (i % 19)}` },
       runAt: dueAt,
     }));
-    for (let i = 0; i < 3; i++)
-      await delay[i].scheduleMany(requests.filter((_, j) => j % 3 === i));
+    for (let i = 0; i < 3; i++) await delay[i].scheduleMany(requests.filter((_, j) => j % 3 === i));
     // An unlimited type due while the burst waits on its limits.
     const free = Array.from({ length: 300 }, (_, i) => ({
       type: 'test.free',

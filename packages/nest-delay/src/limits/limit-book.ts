@@ -54,7 +54,12 @@ export class LimitBook {
               : null,
         }
       : null;
-    return { declared, override, effective: override ?? declared, pausedAt: row?.paused_at ?? null };
+    return {
+      declared,
+      override,
+      effective: override ?? declared,
+      pausedAt: row?.paused_at ?? null,
+    };
   }
 
   /** Tasks of this type go through the gate. */

@@ -39,7 +39,11 @@ export function isLimited(limit: ResolvedLimit): boolean {
 }
 
 /** Checks a declared or run-time limit; `where` names it in the error. */
-export function resolveLimit(limit: LimitChange, base: ResolvedLimit, where: string): ResolvedLimit {
+export function resolveLimit(
+  limit: LimitChange,
+  base: ResolvedLimit,
+  where: string,
+): ResolvedLimit {
   const concurrency =
     limit.concurrency === undefined ? base.concurrency : checkConcurrency(limit.concurrency, where);
   const rate = limit.rate === undefined ? base.rate : checkRate(limit.rate, where);

@@ -151,7 +151,9 @@ export class ClaimBatch {
         // which its line's limits would have to allow).
         if (plan.gating.line && claimed.length === 1)
           return new Redo(
-            new Map([[claimed[0].id, fail(claimed[0], leftAborted('COMMIT'), plan.nowMs, this.rules)]]),
+            new Map([
+              [claimed[0].id, fail(claimed[0], leftAborted('COMMIT'), plan.nowMs, this.rules)],
+            ]),
           );
         return new Redo(new Map());
       }

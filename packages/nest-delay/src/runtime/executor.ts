@@ -218,6 +218,7 @@ export class Executor implements LifecycleService {
           outcome = { kind: 'rate', nextFreeMs: answer.nextFreeMs };
           return;
         }
+        this.gate.creditTaken(gated);
       }
       const taken = credit;
       outcome = await this.claim([item.id], item.alone, gated, taken, () => {
@@ -244,7 +245,14 @@ export class Executor implements LifecycleService {
     const { ctx } = this;
     const attempt = async (tries: number): Promise<void> => {
       try {
-        await stampCredit(ctx.db.pool, type, key, credit, ctx.options.instanceId, this.limitNowMs());
+        await stampCredit(
+          ctx.db.pool,
+          type,
+          key,
+          credit,
+          ctx.options.instanceId,
+          this.limitNowMs(),
+        );
       } catch (error) {
         if (tries >= 5 || this.stopped) {
           ctx.logger.error(
@@ -340,7 +348,14 @@ export class Executor implements LifecycleService {
     this.stats.record(result);
     // Time a gate's task waited for its limit is not the engine's lateness.
     const limitWaitMs = gated ? Math.max(0, nowMs - gated.item.sinceMs) : 0;
-    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaitMs);
+    reportBatch(
+      ctx.observer,
+      result,
+      ids.length,
+      nowMs,
+      performance.now() - startedAt,
+      limitWaitMs,
+    );
     for (const fate of result.fates) this.follow(fate);
     for (const id of result.claimedIds) this.missedOnce.delete(id);
     if (result.gated.length > 0) this.gate.add(result.gated);

@@ -9,11 +9,7 @@ import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { PeriodicRound } from './periodic-round.js';
-import {
-  LIMIT_BUSY_FIRST_RETRY_MS,
-  LIMIT_BUSY_MAX_RETRY_MS,
-  LIMIT_REFRESH_MS,
-} from './tuning.js';
+import { LIMIT_BUSY_FIRST_RETRY_MS, LIMIT_BUSY_MAX_RETRY_MS, LIMIT_REFRESH_MS } from './tuning.js';
 
 /** One task waiting behind its line's limit. */
 export interface GateItem {
@@ -39,6 +35,11 @@ export interface Line {
   backoffMs: number;
   /** When it last started a claim (a count): among heads due together, the line that waited longest goes first. */
   turn: number;
+  /**
+   * A claim of it is taking a rate credit: the next waits, so credits go in
+   * due order rather than to whichever claim reaches the database first.
+   */
+  takingCredit: boolean;
 }
 
 /** What one gate claim came to, for its line. */
@@ -103,8 +104,7 @@ export class LimitGate implements LifecycleService {
       ctx.clock,
       LIMIT_REFRESH_MS,
       () => this.readBook(),
-      (error) =>
-        ctx.logger.error(`Reading the task types' limits failed: ${errorText(error)}`),
+      (error) => ctx.logger.error(`Reading the task types' limits failed: ${errorText(error)}`),
     );
   }
 
@@ -185,13 +185,22 @@ export class LimitGate implements LifecycleService {
     best.running++;
     best.turn = ++this.turns;
     const limits = this.book.of(best.type);
+    if (limits.effective.rate) best.takingCredit = true;
     return { line: best, item, declared: limits.declared, effective: limits.effective };
+  }
+
+  /** Its claim has its rate credit (or found none): the line's next may ask for one. */
+  creditTaken(claim: GateClaim): void {
+    if (!claim.line.takingCredit) return;
+    claim.line.takingCredit = false;
+    this.wake();
   }
 
   /** What the claim of `claim` came to: the line moves on, waits, or takes it back. */
   ended(claim: GateClaim, outcome: GateOutcome): void {
     const { line, item } = claim;
     line.running--;
+    line.takingCredit = false;
     const nowMs = this.ctx.clock.now();
     // One of its claims here ended: its slot is free, whoever was kept waiting tries now.
     if (outcome.kind !== 'busy' && line.blocked === 'busy') {
@@ -221,11 +230,13 @@ export class LimitGate implements LifecycleService {
       case 'rate': {
         insertInDueOrder(line.waiting, item);
         const atMs = outcome.nextFreeMs;
-        if (atMs === null || !Number.isFinite(atMs)) this.backOff(line, nowMs, 'rate');
+        // All in flight (stamped once their starts happen), or due already by
+        // this clock but not yet by the database's, which may be a moment ahead.
+        if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs)
+          this.backOff(line, nowMs, 'rate');
         else {
           line.blocked = 'rate';
-          // A millisecond past: the credit's check is `used_at <= now - per`.
-          line.readyAtMs = Math.max(line.readyAtMs, Math.ceil(atMs) + 1);
+          line.readyAtMs = Math.ceil(atMs);
         }
         break;
       }
@@ -250,7 +261,9 @@ export class LimitGate implements LifecycleService {
   }
 
   private ready(line: Line, nowMs: number): boolean {
-    if (line.waiting.length === 0 || line.readyAtMs > nowMs || line.blocked === 'busy') return false;
+    if (line.waiting.length === 0 || line.readyAtMs > nowMs || line.blocked === 'busy')
+      return false;
+    if (line.takingCredit) return false;
     const limits = this.book.of(line.type);
     if (limits.pausedAt !== null) return false;
     const { concurrency } = limits.effective;
@@ -365,6 +378,7 @@ export class LimitGate implements LifecycleService {
         blocked: null,
         backoffMs: 0,
         turn: 0,
+        takingCredit: false,
       };
       this.lines.set(id, line);
     }
@@ -385,4 +399,3 @@ function insertInDueOrder(waiting: GateItem[], item: GateItem): void {
     i--;
   waiting.splice(i, 0, item);
 }
-

@@ -88,7 +88,7 @@ export async function claimTasks(
   now: Date,
   noteId: string,
   alone: boolean,
-  gating: ClaimGating,
+  gating: ClaimGating = { declared: [] },
 ): Promise<Claimed> {
   const line = gating.line;
   const rows = await sql.rows<

@@ -201,7 +201,13 @@ export async function returnCredit(
   await sql.rows(
     `UPDATE delay_limit_credit SET used_at = $4, holder = NULL
      WHERE type = $1 AND key = $2 AND credit = $3 AND holder = $5 AND used_at = 'infinity'`,
-    [type, key, taken.credit, taken.previous.getTime() === 0 ? '-infinity' : taken.previous, holder],
+    [
+      type,
+      key,
+      taken.credit,
+      taken.previous.getTime() === 0 ? '-infinity' : taken.previous,
+      holder,
+    ],
   );
 }
 
@@ -246,7 +252,11 @@ export async function pruneCredits(sql: Sql, before: Date): Promise<void> {
 }
 
 /** Pending tasks of these types due by `now`, by type: what waits behind their limits or pauses, cluster-wide. */
-export async function countWaiting(sql: Sql, types: string[], now: Date): Promise<Map<string, number>> {
+export async function countWaiting(
+  sql: Sql,
+  types: string[],
+  now: Date,
+): Promise<Map<string, number>> {
   if (types.length === 0) return new Map();
   const rows = await sql.rows<{ type: string; waiting: string }>(
     `SELECT type, count(*) AS waiting FROM delayed_task
