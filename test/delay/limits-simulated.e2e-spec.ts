@@ -6,7 +6,7 @@ import {
   UnknownTaskTypeError,
   type TaskContext,
 } from 'nest-delay';
-import { MINUTE, SECOND, useDelayTestApp, type DelayTestApp } from './delay-test-app.js';
+import { SECOND, useDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
 /** The order each handler started in, with the simulated time. */
 const started: Array<{ type: string; n: number; at: number; key: string }> = [];
