@@ -67,7 +67,13 @@ export class AppModule {
             ]),
           }),
         }),
-        OrdersModule.register({ purgeEveryMs: config.orderIdempotencyPurgeEveryMs }),
+        OrdersModule.register({
+          purgeEveryMs: config.orderIdempotencyPurgeEveryMs,
+          taskLimits: {
+            closeConcurrency: config.orderCloseConcurrency,
+            autoReviewConcurrency: config.orderAutoReviewConcurrency,
+          },
+        }),
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),
         // No token, no admin routes at all: they answer 404 like any unknown path.

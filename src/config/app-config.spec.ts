@@ -41,6 +41,22 @@ describe('loadConfig', () => {
     );
   });
 
+  it('limits close and auto-review handlers to 4 and 2 at once, another number, or none', () => {
+    expect(loadConfig({})).toMatchObject({
+      orderCloseConcurrency: 4,
+      orderAutoReviewConcurrency: 2,
+    });
+    expect(
+      loadConfig({ ORDER_CLOSE_CONCURRENCY: '8', ORDER_AUTO_REVIEW_CONCURRENCY: 'OFF' }),
+    ).toMatchObject({ orderCloseConcurrency: 8, orderAutoReviewConcurrency: null });
+    expect(() => loadConfig({ ORDER_CLOSE_CONCURRENCY: '0' })).toThrow(
+      'ORDER_CLOSE_CONCURRENCY must be an integer from 1 to 10000; got "0"',
+    );
+    expect(() => loadConfig({ ORDER_AUTO_REVIEW_CONCURRENCY: 'two' })).toThrow(
+      'ORDER_AUTO_REVIEW_CONCURRENCY must be an integer from 1 to 10000; got "two"',
+    );
+  });
+
   it('turns metrics and events on, with JSON logs in production and readable ones elsewhere', () => {
     expect(loadConfig({})).toMatchObject({
       metricsEnabled: true,

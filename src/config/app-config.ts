@@ -12,6 +12,13 @@ export interface AppConfig {
   orderAutoReviewDelayMs: number;
   /** How often expired Idempotency-Keys are purged; null: never (ORDER_IDEMPOTENCY_PURGE_EVERY=off). */
   orderIdempotencyPurgeEveryMs: number | null;
+  /**
+   * Close-unpaid handlers running at once across every instance (a shared
+   * limit the handler declares); null: no limit (ORDER_CLOSE_CONCURRENCY=off).
+   */
+  orderCloseConcurrency: number | null;
+  /** The same for auto-review handlers (ORDER_AUTO_REVIEW_CONCURRENCY). */
+  orderAutoReviewConcurrency: number | null;
   delayTickMs: number;
   delayWheelSlots: number;
   delayWindowMs: number | undefined;
@@ -85,6 +92,12 @@ function duration(env: Env, name: string, fallback: string, minMs = 1): number {
   return ms;
 }
 
+/** A shared concurrency limit: an integer, or `off` for none. */
+function concurrencyLimit(env: Env, name: string, fallback: number): number | null {
+  if (read(env, name)?.toLowerCase() === 'off') return null;
+  return integer(env, name, fallback, 1, 10_000);
+}
+
 function boolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = read(env, name);
   if (raw === undefined) return fallback;
@@ -154,6 +167,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
       read(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY')?.toLowerCase() === 'off'
         ? null
         : duration(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY', '10m', 1_000),
+    orderCloseConcurrency: concurrencyLimit(env, 'ORDER_CLOSE_CONCURRENCY', 4),
+    orderAutoReviewConcurrency: concurrencyLimit(env, 'ORDER_AUTO_REVIEW_CONCURRENCY', 2),
     delayTickMs: integer(env, 'DELAY_TICK_MS', 1000, 1, 3_600_000),
     delayWheelSlots: integer(env, 'DELAY_WHEEL_SLOTS', 3600, 1, 10_000_000),
     delayWindowMs: windowRaw === undefined ? undefined : duration(env, 'DELAY_WINDOW', windowRaw),

@@ -3,7 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { idempotencyKeyPurge } from './idempotency-key-purge.js';
 import { OrderEvent } from './order-event.entity.js';
 import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
-import { OrderTaskHandlers } from './order-task.handlers.js';
+import { orderTaskHandlers, type OrderTaskLimits } from './order-task.handlers.js';
 import { Order } from './order.entity.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
@@ -16,17 +16,27 @@ import { OrderEventsPublisher } from './order-events.publisher.js';
 @Module({
   imports: [TypeOrmModule.forFeature([Order, OrderEvent, OrderIdempotencyKey])],
   controllers: [OrdersController],
-  providers: [OrdersService, OrderTaskHandlers, OrderEventsPublisher],
+  providers: [OrdersService, OrderEventsPublisher],
 })
 export class OrdersModule {
   /**
-   * With the purge of expired Idempotency-Keys every `purgeEveryMs`; null
-   * leaves it out, and the engine then removes its schedule at boot.
+   * The order tasks' handlers with their concurrency limits, and the purge
+   * of expired Idempotency-Keys every `purgeEveryMs`; null leaves the purge
+   * out, and the engine then removes its schedule at boot.
    */
-  static register({ purgeEveryMs }: { purgeEveryMs: number | null }): DynamicModule {
+  static register({
+    purgeEveryMs,
+    taskLimits,
+  }: {
+    purgeEveryMs: number | null;
+    taskLimits: OrderTaskLimits;
+  }): DynamicModule {
     return {
       module: OrdersModule,
-      providers: purgeEveryMs === null ? [] : [idempotencyKeyPurge(purgeEveryMs)],
+      providers: [
+        orderTaskHandlers(taskLimits),
+        ...(purgeEveryMs === null ? [] : [idempotencyKeyPurge(purgeEveryMs)]),
+      ],
     };
   }
 }
