@@ -12,13 +12,16 @@ import {
   ScheduleNotFoundError,
   TaskNotFoundError,
   TaskStateError,
+  UnknownTaskTypeError,
 } from 'nest-delay';
 import { catchError, type Observable } from 'rxjs';
+import { unknownTaskType } from './admin.messages.js';
 
 /**
  * The package's errors as HTTP errors, each carrying what it names besides
  * its message, for a page to point at: a bad input's `field` (400), an
- * unknown task's `id` or schedule's `schedule` (404), the `state` that does not fit an action (409).
+ * unknown task's `id`, schedule's `schedule` or task type's `type` (404),
+ * the `state` that does not fit an action (409).
  * The app's exception filter then writes them (and never a stack trace).
  */
 @Injectable()
@@ -55,6 +58,15 @@ export function toHttpError(error: unknown): unknown {
       error: 'Not Found',
       message: error.message,
       schedule: error.scheduleName,
+    });
+  }
+  if (error instanceof UnknownTaskTypeError) {
+    // The engine's own message speaks to a producer (register a handler); this one to an operator.
+    return new NotFoundException({
+      statusCode: 404,
+      error: 'Not Found',
+      message: unknownTaskType(error.type),
+      type: error.type,
     });
   }
   if (error instanceof TaskStateError) {

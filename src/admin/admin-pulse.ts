@@ -37,6 +37,13 @@ export interface LatenessView {
   buckets: Array<{ leMs: number | null; count: number }>;
 }
 
+/** How long one type's executed tasks waited behind its shared limit or its pause. */
+export interface LimitWaitView extends LatenessView {
+  type: string;
+  /** The longest wait in the window, in ms (null with no task). */
+  maxMs: number | null;
+}
+
 export interface PulseView {
   /** The last second the series ends with (epoch ms of its start). */
   until: string;
@@ -45,7 +52,22 @@ export interface PulseView {
   executed: number[];
   failed: number[];
   dead: number[];
+  /** The engine's lateness: claim time − due time, less any wait behind a limit. */
   lateness: LatenessView;
+  /**
+   * Per type whose tasks waited behind a limit or a pause since the app
+   * started, by type name: its executed tasks' waits over the window (the
+   * same buckets as lateness).
+   */
+  limitWait: LimitWaitView[];
+}
+
+/** One type's limit waits in one second. */
+interface WaitSecond {
+  at: number;
+  /** Executed tasks per wait bucket (one more than the bounds). */
+  waits: number[];
+  maxMs: number;
 }
 
 const bucketOf = (ms: number) => {
@@ -58,10 +80,15 @@ const bucketOf = (ms: number) => {
  * a histogram of executed tasks' lateness: a DelayObserver, so all of it is
  * in memory and counting costs a few array writes per task (no table read).
  * An executed task is filed under the second of its claim (due time +
- * lateness, by the module's clock); failures and dead letters carry no claim
+ * lateness + limit wait, by the module's clock); failures and dead letters carry no claim
  * time, so they are filed when they are heard of, by the same clock
  * (`useClock`). Percentiles are bucket bounds: exact enough to read, and
  * constant memory whatever the rate.
+ *
+ * Time a task waited behind its type's shared limit or pause (`limitWaitMs`)
+ * is not lateness: it is kept per type, in a ring of its own made the first
+ * time one of the type's tasks waits (types never limited cost nothing), and
+ * the task is filed under its claim's second, after the wait.
  */
 export class AdminPulse implements DelayObserver {
   private readonly ring: Second[] = Array.from({ length: PULSE_SECONDS }, () => ({
@@ -71,6 +98,8 @@ export class AdminPulse implements DelayObserver {
     dead: 0,
     lateness: new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0),
   }));
+  /** Limit waits, per type that ever waited. */
+  private readonly waits = new Map<string, WaitSecond[]>();
   /** The clock, set once the module's clock is known (the admin module gives it). */
   private clockNow: () => number = Date.now;
 
@@ -78,11 +107,26 @@ export class AdminPulse implements DelayObserver {
     this.clockNow = now;
   }
 
-  onExecuted({ dueAt, latenessMs }: TaskExecutedEvent): void {
-    const second = this.second(dueAt.getTime() + latenessMs);
+  onExecuted({ type, dueAt, latenessMs, limitWaitMs = 0 }: TaskExecutedEvent): void {
+    const claimMs = dueAt.getTime() + latenessMs + limitWaitMs;
+    const second = this.second(claimMs);
     if (!second) return;
     second.executed++;
     second.lateness[bucketOf(latenessMs)]++;
+    let ring = this.waits.get(type);
+    if (!ring) {
+      if (limitWaitMs <= 0) return;
+      ring = Array.from({ length: PULSE_SECONDS }, () => ({
+        at: -1,
+        waits: new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0),
+        maxMs: 0,
+      }));
+      this.waits.set(type, ring);
+    }
+    const slot = slotOf(ring, claimMs);
+    if (!slot) return;
+    slot.waits[bucketOf(limitWaitMs)]++;
+    slot.maxMs = Math.max(slot.maxMs, limitWaitMs);
   }
 
   onFailed(_event: TaskFailedEvent): void {
@@ -111,6 +155,19 @@ export class AdminPulse implements DelayObserver {
       dead.push(kept ? slot.dead : 0);
       if (kept) slot.lateness.forEach((n, i) => (histogram[i] += n));
     }
+    const limitWait = [...this.waits]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([type, ring]): LimitWaitView => {
+        const waits = new Array<number>(LATENESS_BOUNDS_MS.length + 1).fill(0);
+        let maxMs: number | null = null;
+        for (let at = last - span + 1; at <= last; at++) {
+          const slot = ring[((at % PULSE_SECONDS) + PULSE_SECONDS) % PULSE_SECONDS];
+          if (slot.at !== at) continue;
+          slot.waits.forEach((n, i) => (waits[i] += n));
+          if (slot.waits.some((n) => n > 0)) maxMs = Math.max(maxMs ?? 0, slot.maxMs);
+        }
+        return { type, ...latenessView(waits), maxMs };
+      });
     return {
       until: new Date(last * 1000).toISOString(),
       seconds: span,
@@ -118,6 +175,7 @@ export class AdminPulse implements DelayObserver {
       failed,
       dead,
       lateness: latenessView(histogram),
+      limitWait,
     };
   }
 
@@ -155,4 +213,16 @@ function latenessView(histogram: number[]): LatenessView {
     p99: percentile(0.99),
     buckets: histogram.map((n, i) => ({ leMs: bound(i), count: n })),
   };
+}
+
+/** A type's wait slot for the second holding `ms`, emptied if it held an older second; none if too old. */
+function slotOf(ring: WaitSecond[], ms: number): WaitSecond | undefined {
+  const at = Math.floor(ms / 1000);
+  const slot = ring[((at % PULSE_SECONDS) + PULSE_SECONDS) % PULSE_SECONDS];
+  if (slot.at === at) return slot;
+  if (slot.at > at) return undefined;
+  slot.at = at;
+  slot.waits.fill(0);
+  slot.maxMs = 0;
+  return slot;
 }

@@ -23,6 +23,7 @@ import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
 import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
 import { toCountsView, toWheelView } from './admin.views.js';
 import { toScheduleView } from './schedule.views.js';
+import { TypeLimitsReader } from './type-limits.reader.js';
 import { WheelQuery } from './dto/wheel.query.js';
 
 /** Between two snapshots of the stream, by the app's clock. */
@@ -31,7 +32,8 @@ export const STREAM_EVERY_MS = 2_000;
 /**
  * `GET /admin/api/stream`: Server-Sent Events, a `snapshot` at once and then
  * every STREAM_EVERY_MS: counts (the shared, capped ones: a thousand open
- * pages still count once per 5 s), the instances, the schedules, this
+ * pages still count once per 5 s), the instances, the schedules, the task
+ * types with their limits (one read shared for 2 s: TypeLimitsReader), this
  * instance's wheel and its pulse (outcomes per second and lateness, from memory).
  * The next snapshot is timed when one is sent, so a slow database makes the
  * stream slower instead of piling queries up; a failed snapshot is an `error`
@@ -50,6 +52,7 @@ export class AdminStreamController implements BeforeApplicationShutdown {
   constructor(
     private readonly admin: DelayAdmin,
     private readonly schedules: DelaySchedules,
+    private readonly types: TypeLimitsReader,
     @Inject(ADMIN_OPTIONS) private readonly options: AdminOptions,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {
@@ -59,12 +62,12 @@ export class AdminStreamController implements BeforeApplicationShutdown {
 
   @Sse('stream')
   @ApiOperation({
-    summary: `Live snapshots (counts, instances, schedules, wheel, pulse) as Server-Sent Events, every ${STREAM_EVERY_MS} ms`,
+    summary: `Live snapshots (counts, instances, schedules, task types, wheel, pulse) as Server-Sent Events, every ${STREAM_EVERY_MS} ms`,
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({
     description:
-      "event: snapshot, data: { counts, instances, schedules, wheel, pulse } (pulse: this instance's executed, failed and dead-lettered per second over the last 5 minutes, and executed tasks' lateness)",
+      "event: snapshot, data: { counts, instances, schedules, types, wheel, pulse } (types: as GET /admin/api/types, one read shared by every open stream for 2 s; pulse: this instance's executed, failed and dead-lettered per second over the last 5 minutes, executed tasks' lateness, and per type their waits behind its limit)",
   })
   stream(@Query() query: WheelQuery): Observable<MessageEvent> {
     // Checked now, so a bad `regions` is a 400 rather than an error event.
@@ -98,15 +101,17 @@ export class AdminStreamController implements BeforeApplicationShutdown {
   }
 
   private async snapshot(regions: number | undefined) {
-    const [counts, instances, schedules] = await Promise.all([
+    const [counts, instances, schedules, types] = await Promise.all([
       this.admin.counts({ cap: this.options.countCap }),
       this.admin.instances(this.options.countCap),
       this.schedules.list(),
+      this.types.read(),
     ]);
     return {
       counts: toCountsView(counts),
       instances,
       schedules: schedules.map(toScheduleView),
+      types,
       wheel: toWheelView(this.admin.wheel(regions)),
       pulse: this.options.pulse.view(this.clock.now()),
     };

@@ -11,13 +11,15 @@ import { AdminSchedulesController } from './admin-schedules.controller.js';
 import { adminRequest } from './admin-request.middleware.js';
 import { AdminStreamController } from './admin-stream.controller.js';
 import { AdminTasksController } from './admin-tasks.controller.js';
+import { AdminTypesController } from './admin-types.controller.js';
 import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
 import { FailureThrottle } from './failure-throttle.js';
+import { TypeLimitsReader } from './type-limits.reader.js';
 
 /**
  * The admin API under /admin/api, behind a bearer token, and the live page
  * at /admin that uses it. AppModule imports it only when ADMIN_TOKEN is set,
- * so without a token none of its routes exist (404). Needs the global DelayModule (DelayService, DelayAdmin, DelaySchedules, CLOCK).
+ * so without a token none of its routes exist (404). Needs the global DelayModule (DelayService, DelayAdmin, DelaySchedules, DelayLimits, CLOCK).
  */
 @Module({})
 export class AdminModule implements NestModule {
@@ -28,10 +30,16 @@ export class AdminModule implements NestModule {
         AdminTasksController,
         AdminClusterController,
         AdminSchedulesController,
+        AdminTypesController,
         AdminStreamController,
         AdminPageController,
       ],
-      providers: [{ provide: ADMIN_OPTIONS, useValue: options }, FailureThrottle, AdminAuthGuard],
+      providers: [
+        { provide: ADMIN_OPTIONS, useValue: options },
+        FailureThrottle,
+        AdminAuthGuard,
+        TypeLimitsReader,
+      ],
     };
   }
 
@@ -42,6 +50,7 @@ export class AdminModule implements NestModule {
         AdminTasksController,
         AdminClusterController,
         AdminSchedulesController,
+        AdminTypesController,
         AdminStreamController,
       );
   }

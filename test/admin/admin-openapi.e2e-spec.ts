@@ -28,6 +28,10 @@ describe('the admin API in the OpenAPI document', () => {
       '/admin/api/tasks/{id}/reschedule',
       '/admin/api/tasks/{id}/retry',
       '/admin/api/tasks/{id}/run-now',
+      '/admin/api/types',
+      '/admin/api/types/{type}/limit',
+      '/admin/api/types/{type}/pause',
+      '/admin/api/types/{type}/resume',
       '/admin/api/wheel',
     ]);
     for (const [, item] of admin) {
@@ -57,10 +61,22 @@ describe('the admin API in the OpenAPI document', () => {
       'ScheduleView',
       'ScheduleRuleView',
       'LastOccurrenceView',
+      'TypeLimitView',
+      'LimitView',
+      'RateLimitView',
+      'SetTypeLimitDto',
+      'RateLimitDto',
     ]) {
       expect(schemas[name]).toBeDefined();
     }
     expect(doc.paths['/admin/api/tasks/{id}/cancel'].post!.responses['409']).toBeDefined();
     expect(doc.paths['/admin/api/schedules/{name}/pause'].post!.responses['404']).toBeDefined();
+    const limit = doc.paths['/admin/api/types/{type}/limit'];
+    for (const operation of [limit.put!, limit.delete!]) {
+      expect(operation.responses['400']).toBeDefined();
+      expect(operation.responses['404']).toBeDefined();
+    }
+    expect(doc.paths['/admin/api/types/{type}/pause'].post!.responses['404']).toBeDefined();
+    expect(doc.paths['/admin/api/types/{type}/resume'].post!.responses['404']).toBeDefined();
   });
 });

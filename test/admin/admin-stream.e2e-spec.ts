@@ -104,6 +104,11 @@ describe('the live stream', () => {
     expect(first.data.instances).toEqual([expect.objectContaining({ self: true, live: true })]);
     expect(first.data.wheel).toMatchObject({ slots: 60, size: 0 });
     expect(first.data.wheel.regions).toHaveLength(6);
+    // The task types with their limits, as GET /admin/api/types has them.
+    expect(first.data.types).toContainEqual(
+      expect.objectContaining({ type: TEST_TYPE, paused: false, effective: null, waiting: 0 }),
+    );
+    expect(first.data.pulse.limitWait).toEqual([]);
 
     await t.delay.schedule({ type: TEST_TYPE, delay: '30s' });
     t.clock.advance(2_000);

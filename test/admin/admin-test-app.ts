@@ -11,6 +11,8 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
 export const TEST_TYPE = 'admin.test';
+/** A type with shared limits of its own: 2 at once and 50 starts a second, per merchant. */
+export const LIMITED_TYPE = 'admin.limited';
 
 /**
  * The test handler's runs, by task id; a payload `{ fail: true }` makes it
@@ -19,6 +21,8 @@ export const TEST_TYPE = 'admin.test';
 export class AdminTestRuns {
   readonly ran: string[] = [];
   readonly healed = new Set<string>();
+  /** LIMITED_TYPE's runs, by task id, in the order they started. */
+  readonly limitedRan: string[] = [];
 }
 
 @Injectable()
@@ -30,6 +34,17 @@ class AdminTestHandler {
     this.runs.ran.push(task.id);
     if (payload?.fail && !this.runs.healed.has(task.id))
       throw new Error(`planned failure of task ${task.id}`);
+  }
+
+  @DelayedTaskHandler(LIMITED_TYPE, {
+    limit: {
+      concurrency: 2,
+      rate: { starts: 50, per: '1s' },
+      key: (payload: { merchant?: string } | null) => payload?.merchant ?? 'none',
+    },
+  })
+  limited(_payload: unknown, { task }: { task: { id: string } }) {
+    this.runs.limitedRan.push(task.id);
   }
 }
 
@@ -44,6 +59,8 @@ export interface AdminTestApp {
   /** A request with the admin token. */
   get(path: string): request.Test;
   post(path: string, body?: object): request.Test;
+  put(path: string, body?: unknown): request.Test;
+  delete(path: string): request.Test;
   query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
   /** The task's row as the table has it, to assert that nothing changed. */
   row(id: string): Promise<Record<string, unknown>>;
@@ -93,6 +110,11 @@ export async function createAdminTestApp(
       const req = http().post(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
       return body === undefined ? req : req.send(body);
     },
+    put: (path, body) => {
+      const req = http().put(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
+      return body === undefined ? req : req.send(body as object);
+    },
+    delete: (path) => http().delete(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`),
     query,
     async row(id) {
       const [row] = await query(`SELECT * FROM delayed_task WHERE id = $1`, [id]);
