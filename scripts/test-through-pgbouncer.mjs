@@ -28,6 +28,10 @@ const POOL_SIZE = 4;
  *   this pass it missed its budget (no takeover yet by its check) twice in two
  *   on the loaded 2-core machine while passing alone through the same pooler,
  *   and what it tests, the clocks, is the same behind a pooler.
+ * - limits: 10,000 tasks through three instances in real time, minutes on
+ *   this machine behind a pool of 4; what the pooler could break (the
+ *   slots are transaction-scoped locks, the credits plain statements) is
+ *   tested here by limits-simulated and limits-pause.
  */
 const LEFT_OUT = [
   'test/project/',
@@ -38,6 +42,7 @@ const LEFT_OUT = [
   'test/delay/pooler',
   'test/delay/connection-loss',
   'test/delay/attempt-notes',
+  'test/delay/limits.e2e',
 ];
 /** Tests on the embedded PGlite never reach the server, so not the pooler either. */
 const NOT_ON_THE_SERVER = '^(?!.*on the embedded database)';

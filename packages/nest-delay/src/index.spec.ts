@@ -8,6 +8,7 @@ describe('the public surface', () => {
     expect(Object.keys(publicApi).sort()).toEqual([
       'CLOCK',
       'DelayAdmin',
+      'DelayLimits',
       'DelayModule',
       'DelaySchedules',
       'DelayService',
