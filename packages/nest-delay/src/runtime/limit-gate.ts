@@ -89,6 +89,8 @@ export class LimitGate implements LifecycleService {
   private looking = false;
   private readOnce = false;
   private turns = 0;
+  /** Ids waiting in a line or in a claim of the gate. */
+  private readonly waitingIds = new Set<TaskId>();
   private stopped = false;
 
   constructor(
@@ -119,6 +121,7 @@ export class LimitGate implements LifecycleService {
     this.timer = undefined;
     await this.refresh.stop();
     this.lines.clear();
+    this.waitingIds.clear();
   }
 
   /** Tasks waiting here, by type. */
@@ -152,6 +155,9 @@ export class LimitGate implements LifecycleService {
     if (this.stopped) return;
     const nowMs = this.ctx.clock.now();
     for (const row of rows) {
+      // Already waiting here (fired again meanwhile): once is enough.
+      if (this.waitingIds.has(row.id)) continue;
+      this.waitingIds.add(row.id);
       const line = this.lineOf(row.type, this.keyOf(row));
       insertInDueOrder(line.waiting, {
         id: row.id,
@@ -209,11 +215,13 @@ export class LimitGate implements LifecycleService {
     }
     switch (outcome.kind) {
       case 'ran':
+        this.waitingIds.delete(item.id);
         line.blocked = null;
         line.backoffMs = 0;
         break;
       case 'gone':
       case 'failed':
+        this.waitingIds.delete(item.id);
         break;
       case 'alone':
         insertInDueOrder(line.waiting, { ...item, alone: true });
@@ -350,6 +358,7 @@ export class LimitGate implements LifecycleService {
     for (const [id, line] of this.lines) {
       if (this.book.gates(line.type) || line.waiting.length === 0) continue;
       const ids = line.waiting.splice(0).map((item) => item.id);
+      for (const id of ids) this.waitingIds.delete(id);
       if (line.running === 0) this.lines.delete(id);
       this.release(ids);
     }
