@@ -11,8 +11,8 @@ function IsDuration(): PropertyDecorator {
       validate: (value: unknown) =>
         (typeof value === 'number' || (typeof value === 'string' && value.length <= 32)) &&
         tryParseDuration(value) !== undefined,
-      defaultMessage: ({ value }) =>
-        `$property must be a duration such as '1s', '500ms' or '1m', or a number of ms; got ${JSON.stringify(value) ?? 'nothing'}`,
+      defaultMessage: (args) =>
+        `$property must be a duration such as '1s', '500ms' or '1m', or a number of ms; got ${JSON.stringify(args?.value) ?? 'nothing'}`,
     },
   });
 }
