@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { DelaySchedules } from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
-import { ADMIN_TOKEN, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
+import { ADMIN_TOKEN, LIMITED_TYPE, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
 
 // The live page in a real browser: Debian's chromium driven by playwright-core,
 // against the real app on the ManualClock, so the page changes exactly when
@@ -224,6 +224,85 @@ describe('the admin page shell', () => {
     await page.waitForSelector(`${row} button[data-action="pause"]`);
     expect(await text(page, '#banner')).toContain('Schedule reports.every-minute resumed');
     await page.screenshot({ path: `${ARTIFACTS}/admin-schedules.png`, fullPage: true });
+    expect(errorsOf(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('lists the task types with their limits, pauses and resumes one from its row, and shows how long its tasks waited', async () => {
+    const { t } = ctx;
+    const page = await newPage();
+    await page.goto(`${base}/admin`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    const row = `#task-types tr[data-type="${LIMITED_TYPE}"]`;
+    await page.waitForSelector(row);
+    expect(await text(page, `${row} td:nth-child(2)`)).toMatch(
+      /^2 at once · 50 per 1\.0 s\s*per key$/,
+    );
+    expect(await text(page, `${row} td:nth-child(3)`)).toBe('running');
+    // The app's own: close-unpaid and auto-review at 4 and 2 at once (the defaults).
+    expect(await text(page, '#task-types tr[data-type="order.close-unpaid"] td:nth-child(2)')).toBe(
+      '4 at once',
+    );
+    expect(await text(page, '#task-types tr[data-type="order.auto-review"] td:nth-child(2)')).toBe(
+      '2 at once',
+    );
+
+    await page.click(`${row} button[data-action="pause"]`);
+    await page.waitForSelector('#banner.good');
+    expect(await text(page, '#banner')).toContain(
+      `Task type ${LIMITED_TYPE} paused on every instance`,
+    );
+    await page.waitForSelector(`${row} button[data-action="resume"]`);
+    expect(await text(page, `${row} td:nth-child(3)`)).toMatch(/^paused/);
+    expect((await t.get('/admin/api/types').expect(200)).body).toContainEqual(
+      expect.objectContaining({ type: LIMITED_TYPE, paused: true }),
+    );
+
+    // Three of its tasks fall due while it is paused: they wait, here, and the next snapshots say so.
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const task = await t.delay.schedule({
+        type: LIMITED_TYPE,
+        payload: { merchant: `m${i}` },
+        delay: `${1 + i}s`,
+      });
+      ids.push(task.id);
+    }
+    for (let step = 0; step < 5; step++) await t.tester.advance('2s');
+    await page.waitForSelector(`${row} td:nth-child(4) >> text="3"`);
+    expect(await text(page, `${row} td:nth-child(5)`)).toBe('3');
+    expect(t.runs.limitedRan).toEqual([]);
+
+    await page.click(`${row} button[data-action="resume"]`);
+    await page.waitForSelector(`${row} button[data-action="pause"]`);
+    expect(await text(page, '#banner')).toContain(`Task type ${LIMITED_TYPE} resumed`);
+    await t.tester.runDue();
+    expect([...t.runs.limitedRan].sort()).toEqual([...ids].sort());
+    // The next snapshot has their waits (7 to 9 s behind the pause), apart from lateness.
+    await t.tester.advance('2s');
+    await page.waitForSelector(`${row} td:nth-child(6) >> text=/^p90 ≤ 10 s/`);
+    expect(await text(page, `${row} td:nth-child(4)`)).toBe('0');
+
+    // For the README: one type paused with tasks waiting, one that waited behind its pause.
+    await t.post(`/admin/api/types/${TEST_TYPE}/pause`).expect(200);
+    for (let i = 0; i < 4; i++) await t.delay.schedule({ type: TEST_TYPE, delay: '1s' });
+    const paused = `#task-types tr[data-type="${TEST_TYPE}"]`;
+    await page.waitForSelector(`${paused} button[data-action="resume"]`);
+    // A snapshot taken once they are held here (tasks of the first test keep falling due
+    // meanwhile: those count as waiting at once, and as held here once claimed).
+    await t.tester.advance('2s');
+    await t.tester.advance('2s');
+    await page.waitForFunction(
+      (selector) => Number(document.querySelectorAll(`${selector} td`)[4]?.textContent) >= 4,
+      paused,
+    );
+    await page
+      .locator('#task-types-card')
+      .screenshot({ path: `${ARTIFACTS}/admin-task-types.png` });
+    await page.screenshot({ path: `${ARTIFACTS}/admin-types.png`, fullPage: true });
+    await t.post(`/admin/api/types/${TEST_TYPE}/resume`).expect(200);
+    await t.tester.runDue();
     expect(errorsOf(page)).toEqual([]);
     await page.close();
   });

@@ -3,6 +3,7 @@ import { clock } from './format.js';
 import { renderOverview } from './overview.js';
 import { renderSchedules } from './schedules.js';
 import { TasksView } from './tasks.js';
+import { renderTypes } from './types.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -78,10 +79,33 @@ async function actOnSchedule(name, action) {
   }
 }
 
+/** Pauses or resumes a task type everywhere, says how it went, and redraws the card at once. */
+async function actOnType(type, action) {
+  try {
+    const info = await api(`/types/${encodeURIComponent(type)}/${action}`, { method: 'POST' });
+    banner(
+      action === 'pause'
+        ? `Task type ${type} paused on every instance: none of its tasks starts until resumed.`
+        : `Task type ${type} resumed: ${info.waiting} due task(s) start in due order.`,
+      'good',
+    );
+  } catch (error) {
+    banner(error.message, 'bad');
+  }
+  try {
+    const nowMs = lastSnapshot ? new Date(lastSnapshot.wheel.now).getTime() : Date.now();
+    renderTypes(await api('/types'), lastSnapshot?.pulse.limitWait, nowMs, actOnType);
+  } catch {
+    // The next snapshot redraws it.
+  }
+}
+
 function onSnapshot(snapshot) {
   lastSnapshot = snapshot;
   renderOverview(snapshot);
-  renderSchedules(snapshot.schedules, new Date(snapshot.wheel.now).getTime(), actOnSchedule);
+  const nowMs = new Date(snapshot.wheel.now).getTime();
+  renderTypes(snapshot.types, snapshot.pulse.limitWait, nowMs, actOnType);
+  renderSchedules(snapshot.schedules, nowMs, actOnSchedule);
   tasks.refresh(new Date(snapshot.wheel.now).getTime(), !$('view-tasks').hidden);
   live('on', `live · ${clock(snapshot.wheel.now)} UTC`);
 }

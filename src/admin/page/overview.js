@@ -70,7 +70,8 @@ function pulse(p) {
     ),
   );
   const l = p.lateness;
-  $('lateness-note').textContent = `${number(l.count)} executed · claim time − due time`;
+  $('lateness-note').textContent =
+    `${number(l.count)} executed · claim time − due time, less waits behind limits`;
   const figure = (k, v, id) =>
     el('div', { class: 'figure', id }, el('div', { class: 'k' }, k), el('div', { class: 'v' }, v));
   const ms = (v) => (v === null ? '–' : `≤ ${duration(v)}`);
