@@ -294,8 +294,7 @@ describe('the admin page shell', () => {
     await t.tester.advance('2s');
     await t.tester.advance('2s');
     await page.waitForFunction(
-      (selector) => Number(document.querySelectorAll(`${selector} td`)[4]?.textContent) >= 4,
-      paused,
+      `Number(document.querySelectorAll('${paused} td')[4]?.textContent) >= 4`,
     );
     await page
       .locator('#task-types-card')
