@@ -1,6 +1,7 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { DelaySchedules, DelayService } from 'nest-delay';
+import { DelayLimits, DelaySchedules, DelayService } from 'nest-delay';
 import { DataSource } from 'typeorm';
+import { LimitGauges } from '../../src/ops/metrics/limit-gauges.js';
 import { MINUTE, useOrdersApp, type OrdersApi } from '../orders/orders-api.js';
 
 /** The value of one sample line of a scrape, `name{labels} value`; undefined if absent. */
@@ -178,5 +179,72 @@ describe('/metrics of recurring schedules', () => {
     expect(sample(text, 'delay_schedule_occurrences_missed_total')).toBe(2);
     expect(sample(text, 'delay_tasks_executed_total', { type })).toBe(3);
     expect(sample(text, 'delay_schedule_occurrences_planned_total')).toBeGreaterThan(planned);
+  });
+});
+
+describe('/metrics of shared limits', () => {
+  const ctx = useOrdersApp({ ORDER_IDEMPOTENCY_PURGE_EVERY: 'off' });
+  const CLOSE = 'order.close-unpaid';
+
+  it('gauges what waits behind a pause, and times the wait apart from lateness', async () => {
+    const { api, t } = ctx;
+    const limits = t.app.get(DelayLimits);
+    const gauges = t.app.get(LimitGauges);
+    const instanceId = t.app.get(DelayService).stats().instanceId;
+    let text = await scrape(api);
+    // Read at start: the order types' limits, nothing waiting, nothing paused.
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(0);
+    expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(0);
+    expect(sample(text, 'delay_type_paused', { type: 'order.auto-review' })).toBe(0);
+
+    for (let i = 0; i < 3; i++) await api.createOrder();
+    await limits.pause(CLOSE);
+    // Due at 30 min: they fall due and wait, held here, for 45 s.
+    await api.advance(30 * MINUTE + 1000);
+    await gauges.read();
+    text = await scrape(api);
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(3);
+    expect(
+      sample(text, 'delay_limit_waiting_here_tasks', { type: CLOSE, instance_id: instanceId }),
+    ).toBe(3);
+    expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(1);
+    expect(sample(text, 'delay_tasks_executed_total', { type: CLOSE })).toBeUndefined();
+
+    await api.advance(45_000);
+    await limits.resume(CLOSE);
+    await t.delay.runDue();
+    // The timer reads again within 15 s of the app's clock.
+    await api.advance(15_000);
+    await gauges.read();
+    text = await scrape(api);
+    expect(sample(text, 'delay_tasks_executed_total', { type: CLOSE })).toBe(3);
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(0);
+    expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(0);
+    // 45 s behind the pause: in the limit wait, not in the lateness (a tick at most).
+    expect(sample(text, 'delay_limit_wait_seconds_count', { type: CLOSE })).toBe(3);
+    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: CLOSE, le: '30' })).toBe(0);
+    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: CLOSE, le: '60' })).toBe(3);
+    expect(sample(text, 'delay_task_lateness_seconds_bucket', { type: CLOSE, le: '2.5' })).toBe(3);
+    // A type none of whose tasks waited has no limit wait series.
+    expect(
+      sample(text, 'delay_limit_wait_seconds_count', { type: 'order.auto-review' }),
+    ).toBeUndefined();
+  });
+
+  it('reads the limits on a timer of the app clock, never during a scrape', async () => {
+    const { api, t } = ctx;
+    const limits = t.app.get(DelayLimits);
+    await limits.pause('order.auto-review');
+    // Not read yet: the scrape serves the last read.
+    expect(sample(await scrape(api), 'delay_type_paused', { type: 'order.auto-review' })).toBe(0);
+    // 15 s on the app's clock: the timer reads, and a later scrape shows it.
+    await api.advance(15_000);
+    let paused: number | undefined;
+    for (let tries = 0; tries < 500 && paused !== 1; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      paused = sample(await scrape(api), 'delay_type_paused', { type: 'order.auto-review' });
+    }
+    expect(paused).toBe(1);
+    await limits.resume('order.auto-review');
   });
 });

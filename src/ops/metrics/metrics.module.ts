@@ -1,6 +1,7 @@
 import { Module, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { DelayGauges } from './delay-gauges.js';
 import { HttpMetricsMiddleware } from './http-metrics.middleware.js';
+import { LimitGauges } from './limit-gauges.js';
 import { MetricsController } from './metrics.controller.js';
 import { Metrics } from './metrics.js';
 import { TaskMetrics } from './task-metrics.js';
@@ -11,7 +12,7 @@ import { TaskMetrics } from './task-metrics.js';
  */
 @Module({
   controllers: [MetricsController],
-  providers: [Metrics, TaskMetrics, DelayGauges],
+  providers: [Metrics, TaskMetrics, DelayGauges, LimitGauges],
   exports: [Metrics, TaskMetrics],
 })
 export class MetricsModule implements NestModule {

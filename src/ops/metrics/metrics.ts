@@ -5,6 +5,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 const LATENESS_BUCKETS = [
   0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 ];
+/** 1 ms to an hour: a free slot is taken within a tick, a paused type may wait for an operator. */
+const LIMIT_WAIT_BUCKETS = [
+  0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+];
 const CLAIM_SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100];
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -12,7 +16,9 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
  * Every metric the app exposes, on a registry of its own (not prom-client's
  * global one: two apps in one process, as in tests, do not share counters).
  * Counters are this instance's, kept in memory, as Prometheus expects: the
- * sum over instances is the query's job. No metric is read from a table.
+ * sum over instances is the query's job. No metric is read from a table
+ * during a scrape: the few that come from one (LimitGauges) are read on a
+ * timer of their own and kept.
  */
 @Injectable()
 export class Metrics {
@@ -38,9 +44,16 @@ export class Metrics {
   );
   readonly lateness = new Histogram({
     name: 'delay_task_lateness_seconds',
-    help: 'Claim time minus due time of executed tasks',
+    help: "Claim time minus due time of executed tasks, less any wait behind their type's shared limit or pause (the engine's own lateness)",
     labelNames: ['type'],
     buckets: LATENESS_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly limitWait = new Histogram({
+    name: 'delay_limit_wait_seconds',
+    help: "How long executed tasks waited behind their type's shared limit or pause (types whose tasks waited since start)",
+    labelNames: ['type'],
+    buckets: LIMIT_WAIT_BUCKETS,
     registers: [this.registry],
   });
   readonly claimSize = new Histogram({

@@ -37,6 +37,11 @@ export class TaskMetrics implements DelayObserver {
   onExecuted(event: TaskExecutedEvent) {
     this.child(this.metrics.executed, event.type).inc();
     this.child(this.metrics.lateness, event.type).observe(event.latenessMs / 1000);
+    // Only types whose tasks have waited behind a limit since start: every
+    // other type's waits are all 0, and observing them would cost every task.
+    const { limitWaitMs } = event;
+    if (limitWaitMs > 0 || this.children.get(this.metrics.limitWait)?.has(event.type))
+      this.child(this.metrics.limitWait, event.type).observe(limitWaitMs / 1000);
   }
   onFailed(event: TaskFailedEvent) {
     this.child(this.metrics.failed, event.type).inc();
