@@ -2,7 +2,9 @@
  * `npm run bench [-- --only burst,spread] [-- --quick]`: runs the workloads in
  * order, then writes bench/results/<timestamp>.json, latest.md and latest.svg.
  * `npm run bench -- --report results/<timestamp>.json` rewrites latest.md and
- * latest.svg from a saved run, running nothing.
+ * latest.svg from a saved run, running nothing; `--report a.json,b.json`
+ * combines saved runs, each workload from the last run that has it (a full
+ * run, and a later run of one workload), each section naming its run.
  * A workload that fails is recorded as failed and the others still run.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { burst } from './workloads/burst.js';
 import { http } from './workloads/http.js';
 import { idle } from './workloads/idle.js';
 import { recovery } from './workloads/recovery.js';
+import { recurring } from './workloads/recurring.js';
 import { scale } from './workloads/scale.js';
 import { schedule } from './workloads/schedule.js';
 import { retention } from './workloads/retention.js';
@@ -30,6 +33,7 @@ const WORKLOADS: Workload[] = [
   schedule,
   burst,
   spread,
+  recurring,
   retention,
   idle,
   scale,
@@ -69,7 +73,7 @@ function parseArgs(argv: string[]) {
     else if (argv[i] === '--quick') quick = true;
     else
       throw new Error(
-        `unknown argument ${argv[i]}; use --only <${WORKLOADS.map((w) => w.name).join('|')}>[,...], --quick, or --report <results.json>`,
+        `unknown argument ${argv[i]}; use --only <${WORKLOADS.map((w) => w.name).join('|')}>[,...], --quick, or --report <results.json>[,...]`,
       );
   }
   const unknown = only.filter((name) => !WORKLOADS.some((w) => w.name === name));
@@ -84,17 +88,55 @@ function parseArgs(argv: string[]) {
   return { only, quick, report };
 }
 
-function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): string {
+/** A run's heading lines: when, the command, the machine and the versions. */
+function describeRun(report: Record<string, any>): string[] {
   const m = report.machine;
-  const lines = [
-    `# Benchmark results`,
-    '',
+  return [
     `Run ${report.startedAt} (${Math.round(report.durationSeconds / 60)} min), \`${report.command}\`${report.quick ? ' — **quick mode: reduced sizes, not comparable**' : ''}.`,
     `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}; Node ${m.node}; PostgreSQL ${m.postgres}; Redis ${m.redis}.`,
     `Versions: ${Object.entries(report.versions)
       .map(([k, v]) => `${k} ${String(v)}`)
       .join(', ')}.`,
-    'Every figure below comes from this one run; ratios compare figures of the same run. See bench/README.md for how each is measured.',
+  ];
+}
+
+/**
+ * Saved runs combined (`--report a.json,b.json`): each workload from the last
+ * run that has it; `runs` keeps every run's heading and which sections it gave.
+ */
+function combine(reports: Array<Record<string, any>>): Record<string, any> {
+  if (reports.length === 1) return reports[0];
+  const workloads: Record<string, unknown> = {};
+  const sectionRun: Record<string, number> = {};
+  reports.forEach((r, i) => {
+    for (const [name, result] of Object.entries(r.workloads as Record<string, unknown>)) {
+      workloads[name] = result;
+      sectionRun[name] = i;
+    }
+  });
+  return { ...reports[0], workloads, sectionRun, runs: reports };
+}
+
+function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): string {
+  const runs = report.runs as Array<Record<string, any>> | undefined;
+  const sectionRun = report.sectionRun as Record<string, number> | undefined;
+  const lines = [
+    `# Benchmark results`,
+    '',
+    ...(runs
+      ? [
+          `${runs.length} runs combined (\`npm run bench -- --report\` with their results): each section comes from one run and says which; ratios compare figures of the same run. See bench/README.md for how each is measured.`,
+          ...runs.flatMap((r, i) => [
+            '',
+            `${i + 1}. ${describeRun(r).join(' ')} Sections: ${Object.keys(sectionRun ?? {})
+              .filter((name) => sectionRun![name] === i)
+              .join(', ')}.`,
+          ]),
+        ]
+      : [
+          ...describeRun(report),
+          'Every figure below comes from this one run; ratios compare figures of the same run. See bench/README.md for how each is measured.',
+        ]),
     '',
     '![lateness and effects per second](latest.svg)',
     '',
@@ -108,10 +150,12 @@ function markdown(report: Record<string, any>, verdicts: TargetVerdict[]): strin
   for (const w of WORKLOADS) {
     const result = report.workloads[w.name];
     if (result === undefined) continue;
+    const from = runs && sectionRun ? runs[sectionRun[w.name]] : undefined;
     lines.push(
       '',
       `## ${w.title}`,
       '',
+      ...(from ? [`From run ${from.startedAt} (\`${from.command}\`).`, ''] : []),
       result.failed ? `Failed: ${result.failed}` : w.markdown(result),
     );
   }
@@ -136,7 +180,10 @@ async function main(): Promise<void> {
   const { only, quick, report: saved } = parseArgs(process.argv.slice(2));
   if (saved !== undefined) {
     // The tables of a saved run, regenerated (after a change to how they are written).
-    const md = await writeTables(JSON.parse(readFileSync(saved, 'utf8')) as Record<string, any>);
+    const reports = saved
+      .split(',')
+      .map((file) => JSON.parse(readFileSync(file, 'utf8')) as Record<string, any>);
+    const md = await writeTables(combine(reports));
     log(`Rewrote bench/results/latest.md and latest.svg from ${saved}`);
     process.stdout.write(md.slice(md.indexOf('## Targets')));
     return;

@@ -6,7 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { TaskPlan } from './plan.js';
-import type { SystemName, SystemSettings } from '../systems/system.js';
+import type { BenchSchedule, SystemName, SystemSettings } from '../systems/system.js';
 import type { ScheduleMode, StatementTime, Usage } from '../systems/sut-main.js';
 import type { BareMode } from '../systems/bare.js';
 import { REDIS_URL } from './db.js';
@@ -110,6 +110,11 @@ export class SystemProcess {
 
   schedule(plan: TaskPlan, mode: ScheduleMode): Promise<Scheduled> {
     return this.call('schedule', { plan, mode, inFlight: 50, chunk: 1000 });
+  }
+
+  /** Adds recurring schedules at run time, one call each (this project only). */
+  upsertSchedules(schedules: BenchSchedule[]): Promise<{ ms: number }> {
+    return this.call('schedules', { schedules });
   }
 
   usage(): Promise<Usage> {

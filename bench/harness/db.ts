@@ -13,6 +13,14 @@ export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** The one effect every system runs per task, in the handler. */
 export const EFFECT_SQL = `UPDATE bench_order SET stars = 5, effects = effects + 1, effected_at = clock_timestamp() WHERE id = $1`;
 
+/**
+ * The effect of a recurring occurrence (`recurring` workload): one row per
+ * run, with the occurrence as its handler was told it (schedule, scheduled
+ * instant, the one before) and the task's due time, no unique constraint, so
+ * a second run of an occurrence shows as a second row.
+ */
+export const OCCURRENCE_SQL = `INSERT INTO bench_occurrence (schedule_name, scheduled_at, previous_at, due_at, effected_at) VALUES ($1, $2, $3, $4, clock_timestamp())`;
+
 export function databaseUrl(name: string): string {
   const url = new URL(SERVER_URL);
   url.pathname = `/${name}`;

@@ -8,6 +8,8 @@ import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 
 export const TASK_TYPE = 'bench.effect';
+/** The task type of every schedule the `recurring` workload adds. */
+export const RECURRING_TYPE = 'bench.recurring';
 
 export async function migrate(url: string): Promise<void> {
   const dataSource = new DataSource(dataSourceOptions({ url, poolSize: 1 }));

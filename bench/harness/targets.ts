@@ -12,6 +12,11 @@ import type { ScaleCase } from '../workloads/scale.js';
 import type { RecoveryResult } from '../workloads/recovery.js';
 import { byTick, type RetentionResult } from '../workloads/retention.js';
 import { middleAndEnd, type SoakResult } from '../workloads/soak.js';
+import type { RecurringResult } from '../workloads/recurring.js';
+
+/** The spread's lateness targets (ms), which recurring occurrences are held to as well. */
+const SPREAD_P50_MS = 3;
+const SPREAD_P99_MS = 10;
 
 export interface TargetVerdict {
   target: string;
@@ -202,16 +207,16 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
     const vsFloor = floor ? ` (floor ${num(floor.p50)} / ${num(floor.p99)} ms)` : '';
     verdicts.push(
       atMost(
-        `Spread, ${run.label}: p50 lateness ≤ 3 ms`,
+        `Spread, ${run.label}: p50 lateness ≤ ${SPREAD_P50_MS} ms`,
         l.p50,
-        3,
+        SPREAD_P50_MS,
         ' ms',
         `p50 ${num(l.p50)} ms${vsFloor}`,
       ),
       atMost(
-        `Spread, ${run.label}: p99 lateness ≤ 10 ms`,
+        `Spread, ${run.label}: p99 lateness ≤ ${SPREAD_P99_MS} ms`,
         l.p99,
-        10,
+        SPREAD_P99_MS,
         ' ms',
         `p99 ${num(l.p99)} ms${vsFloor}`,
       ),
@@ -227,6 +232,7 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
         : `${run.outcome.duplicates} duplicates, ${run.outcome.missing} missing`,
     });
   }
+  verdicts.push(...recurringVerdicts(results.recurring as RecurringResult | undefined));
   const retention = results.retention as RetentionResult | undefined;
   if (retention?.runs?.length) {
     for (const v of byTick(retention)) {
@@ -363,6 +369,96 @@ export function judge(results: Record<string, any>): TargetVerdict[] {
         ? `${recovery.outcome.duplicates} duplicates`
         : undefined,
     });
+  }
+  return verdicts;
+}
+
+/**
+ * Recurring occurrences are held to the spread's p99 target, beside the
+ * one-off tasks of the same run; the set whose schedules all fall due at the
+ * same whole second is judged for reference (tasks due at one instant are
+ * the burst's case). At rest with 1,000 schedules: the idle targets.
+ */
+function recurringVerdicts(result: RecurringResult | undefined): TargetVerdict[] {
+  const verdicts: TargetVerdict[] = [];
+  if (!result?.runs) return verdicts;
+  const floor = result.floor?.outcome.lateness;
+  const alone = result.runs.find((r) => r.key === 'none')?.oneOff.lateness;
+  const beside = [
+    ...(floor ? [`floor ${num(floor.p50)} / ${num(floor.p99)} ms`] : []),
+    ...(alone ? [`one-offs alone ${num(alone.p50)} / ${num(alone.p99)} ms`] : []),
+  ];
+  const vsFloor = beside.length ? ` (${beside.join('; ')})` : '';
+  for (const run of result.runs) {
+    if (run.key === 'none') continue;
+    const name = run.key === 'phases' ? 'phases spread' : 'all due each whole second';
+    const reference = run.key === 'phases' ? '' : ' (for reference)';
+    const o = run.occurrences;
+    if (o.lateness)
+      verdicts.push(
+        atMost(
+          `Recurring, ${name}: occurrences' p99 lateness ≤ ${SPREAD_P99_MS} ms${reference}`,
+          o.lateness.p99,
+          SPREAD_P99_MS,
+          ' ms',
+          `p50 ${num(o.lateness.p50)} / p99 ${num(o.lateness.p99)} ms${vsFloor}`,
+        ),
+      );
+    const l = run.oneOff.lateness;
+    if (l)
+      verdicts.push(
+        atMost(
+          `Recurring, ${name}: one-off tasks beside them, p99 lateness ≤ ${SPREAD_P99_MS} ms${reference}`,
+          l.p99,
+          SPREAD_P99_MS,
+          ' ms',
+          `p50 ${num(l.p50)} / p99 ${num(l.p99)} ms${vsFloor}`,
+        ),
+      );
+    const earliest = Math.min(o.lateness?.min ?? Infinity, l?.min ?? Infinity);
+    if (Number.isFinite(earliest))
+      verdicts.push(
+        atLeast(
+          `Recurring, ${name}: never early (occurrences and one-offs)`,
+          earliest,
+          0,
+          ' ms',
+          `earliest ${num(earliest)} ms`,
+        ),
+      );
+    const once = o.distinct === o.effects && o.effects === o.expected && o.matched === o.expected;
+    verdicts.push({
+      target: `Recurring, ${name}: each occurrence exactly once`,
+      measured: `${num(o.effects)} runs, ${num(o.distinct)} distinct, ${num(o.expected)} expected`,
+      met: once,
+      missedBy: once
+        ? undefined
+        : `${o.duplicates} duplicates, ${o.missing} missing, ${o.unexpected} unexpected`,
+    });
+  }
+  const many = result.idle?.find((i) => i.schedules > 0);
+  const none = result.idle?.find((i) => i.schedules === 0);
+  if (many) {
+    const base = none ? `; ${num(none.statementsPerSecond, 2)} with none` : '';
+    verdicts.push(
+      atMost(
+        `Recurring at rest, ${num(many.schedules)} schedules: < 1 statement/s`,
+        many.statementsPerSecond,
+        1,
+        '/s',
+        `${num(many.statementsPerSecond, 2)} statements/s${base}`,
+      ),
+    );
+    const core = many.cpuSeconds / many.seconds;
+    verdicts.push(
+      atMost(
+        `Recurring at rest, ${num(many.schedules)} schedules: CPU near zero (≤ 1% of a core)`,
+        core * 100,
+        1,
+        '%',
+        `${num(many.cpuSeconds, 2)} CPU s in ${many.seconds} s = ${num(core * 100, 2)}% of a core${none ? ` (${num((none.cpuSeconds / none.seconds) * 100, 2)}% with none)` : ''}`,
+      ),
+    );
   }
   return verdicts;
 }

@@ -14,10 +14,16 @@ import {
 import { NestFactory } from '@nestjs/core';
 import type pg from 'pg';
 import { DataSource } from 'typeorm';
-import { DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
-import { EFFECT_SQL } from '../harness/db.js';
+import {
+  DelayModule,
+  DelaySchedules,
+  DelayService,
+  DelayedTaskHandler,
+  type TaskContext,
+} from 'nest-delay';
+import { EFFECT_SQL, OCCURRENCE_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
-import { TASK_TYPE } from '../harness/project-db.js';
+import { RECURRING_TYPE, TASK_TYPE } from '../harness/project-db.js';
 import { benchTypeOrm } from './bench-typeorm.js';
 import type { BenchTracing } from './bench-tracing.js';
 import type { SystemFactory, SystemSettings } from './system.js';
@@ -29,6 +35,17 @@ class BenchHandlers {
   @DelayedTaskHandler(TASK_TYPE)
   async effect(payload: { orderId: number }, { manager }: TaskContext): Promise<void> {
     await manager.query(EFFECT_SQL, [payload.orderId]);
+  }
+
+  /** Each occurrence of the `recurring` workload's schedules: one row, through the claim's manager. */
+  @DelayedTaskHandler(RECURRING_TYPE)
+  async occurrence(_payload: null, { manager, occurrence, task }: TaskContext): Promise<void> {
+    await manager.query(OCCURRENCE_SQL, [
+      occurrence?.schedule ?? null,
+      occurrence?.scheduledAt ?? null,
+      occurrence?.previousAt ?? null,
+      task.dueAt,
+    ]);
   }
 
   /** Never runs within a bench: ballast is due long after the run ends. */
@@ -158,6 +175,15 @@ export const createProject: SystemFactory = (settings) => {
           new Date(),
         ],
       );
+    },
+    // Through DelaySchedules, as an app adds schedules at run time: one upsert each.
+    async upsertSchedules(list) {
+      const schedules = app!.get(DelaySchedules);
+      for (const { name, every, cron } of list)
+        await schedules.upsert(name, {
+          type: RECURRING_TYPE,
+          ...(every === undefined ? { cron } : { every }),
+        });
     },
     async stop() {
       await app?.close();

@@ -9,7 +9,7 @@ import { Session } from 'node:inspector';
 import pg from 'pg';
 import { tasksBetween, type TaskPlan } from '../harness/plan.js';
 import { runBare, type BareMode } from './bare.js';
-import type { SystemName, SystemSettings, SystemUnderTest } from './system.js';
+import type { BenchSchedule, SystemName, SystemSettings, SystemUnderTest } from './system.js';
 
 export interface StatementTime {
   statement: string;
@@ -144,6 +144,13 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   },
   async schedule({ plan, mode, inFlight = 50, chunk = 1000 }) {
     return schedule(sut!, plan, mode, inFlight, chunk);
+  },
+  /** Adds recurring schedules one call each, in order; how long that took. */
+  async schedules({ schedules }: { schedules: BenchSchedule[] }) {
+    if (!sut?.upsertSchedules) throw new Error('this system has no recurring schedules');
+    const started = performance.now();
+    await sut.upsertSchedules(schedules);
+    return { ms: performance.now() - started };
   },
   async usage() {
     return usage();

@@ -58,7 +58,20 @@ export interface SystemUnderTest {
    */
   bareScheduleOne?(task: Task): Promise<void>;
   bareScheduleMany?(tasks: Task[]): Promise<void>;
+  /**
+   * This project only (the `recurring` workload): adds schedules at run time,
+   * one call each, in order. Each occurrence's handler writes one
+   * bench_occurrence row (the table must exist before the first falls due).
+   */
+  upsertSchedules?(schedules: BenchSchedule[]): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** A recurring schedule of the `recurring` workload: `every` (ms) or a `cron` with seconds. */
+export interface BenchSchedule {
+  name: string;
+  every?: number;
+  cron?: string;
 }
 
 export type SystemFactory = (settings: SystemSettings) => SystemUnderTest;

@@ -44,7 +44,7 @@ export interface IdleFigure {
   rssAfterFullGcBytes?: number;
 }
 
-async function statementsViaExtension(url: string): Promise<number | null> {
+export async function statementsViaExtension(url: string): Promise<number | null> {
   try {
     return await withClient(url, async (c) => {
       await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
@@ -58,7 +58,7 @@ async function statementsViaExtension(url: string): Promise<number | null> {
   }
 }
 
-async function xactCommit(server: pg.Client, database: string): Promise<number> {
+export async function xactCommit(server: pg.Client, database: string): Promise<number> {
   await server.query('SELECT pg_stat_clear_snapshot()');
   const { rows } = await server.query(
     `SELECT xact_commit FROM pg_stat_database WHERE datname = $1`,
