@@ -1,5 +1,6 @@
 // Package-internal: the claim statement itself, to read its query plan.
 import { claimTasks } from '../../packages/nest-delay/src/store/claim-statements.js';
+import { earlierOccurrenceRetrying } from '../../packages/nest-delay/src/store/recurring-statements.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { HOUR, createDelayTestApp, lastTaskId, type DelayTestApp } from './delay-test-app.js';
 
@@ -104,5 +105,40 @@ describe('a large delayed_task table', () => {
     const indexes = indexesIn(plan).filter((name) => name.startsWith('delayed_task'));
     expect(indexes.length).toBeGreaterThan(0);
     expect(new Set(indexes)).toEqual(new Set(['delayed_task_pkey']));
+  }, 60_000);
+
+  it("an occurrence's overlap check finds its schedule's occurrences by their index, before statistics catch up", async () => {
+    await t.query(`ALTER TABLE delayed_task SET (autovacuum_enabled = false)`);
+    const now = new Date(t.clock.now());
+    await t.query(
+      `INSERT INTO delay_schedule (name, type, every_ms, catch_up, catch_up_cap, overlap, in_code, created_at, updated_at)
+       VALUES ('window.overlap', 'test.effect', 1000, 'one', 1, 'skip', false, $1, $1)`,
+      [now],
+    );
+    // Planned an hour ahead, as a one-second schedule is: thousands of pending occurrences.
+    await t.query(
+      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at, schedule_name, occurrence_at)
+       SELECT 'test.effect', 'null', $1::timestamptz + g * interval '1 second', $1, $1,
+              'window.overlap', $1::timestamptz + g * interval '1 second'
+       FROM generate_series(1, 100000) g`,
+      [now],
+    );
+    let plan: unknown;
+    await earlierOccurrenceRetrying(
+      {
+        rows: async <T>(text: string, params: unknown[]) => {
+          const [row] = await t.query<{ 'QUERY PLAN': unknown }>(
+            `EXPLAIN (FORMAT JSON) ${text}`,
+            params,
+          );
+          plan = row['QUERY PLAN'];
+          return [{ pending: false }] as T[];
+        },
+      },
+      'window.overlap',
+      new Date(now.getTime() + 50_000_000),
+    );
+    const indexes = indexesIn(plan).filter((name) => name.startsWith('delayed_task'));
+    expect(new Set(indexes)).toEqual(new Set(['delayed_task_occurrence_idx']));
   }, 60_000);
 });

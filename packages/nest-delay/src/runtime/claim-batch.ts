@@ -317,8 +317,10 @@ export class ClaimBatch {
     const handler = this.registry.get(row.type);
     if (!handler) return discard(row, noHandlerAtRun(row.type));
     const occurrence = occurrenceOf(row);
+    // Only a schedule that skips overlaps asks (one round trip it spares the others).
     if (
       occurrence &&
+      row.overlap === 'skip' &&
       (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
     )
       return skip(

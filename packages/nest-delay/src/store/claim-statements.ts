@@ -15,6 +15,8 @@ export interface ClaimRow extends TaskRow {
   schedule_name: string | null;
   occurrence_at: Date | null;
   previous_occurrence_at: Date | null;
+  /** An occurrence's schedule's overlap policy (null for a one-off task, or a schedule since removed). */
+  overlap: 'allow' | 'skip' | null;
 }
 
 /** A due task of a limited (or paused) type, returned unclaimed for the limit gate. */
@@ -142,7 +144,8 @@ export async function claimTasks(
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
                  ${epochMs('t.interrupted_at')} AS interrupted_at, t.schedule_name,
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
-                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at
+                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
+                 (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
      )
      SELECT claimed.*, left_over.deferred, left_over.gated, left_over.slots, left_over.slot_ok
      FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND id NOT IN (SELECT id FROM runnable)) AS deferred,
@@ -215,6 +218,7 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     schedule_name: row.schedule_name,
     occurrence_at: toDateOrNull(row.occurrence_at),
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
+    overlap: row.overlap,
   };
 }
 

@@ -269,9 +269,14 @@ export async function earlierOccurrenceRetrying(
   occurrenceAt: Date,
 ): Promise<boolean> {
   const [row] = await sql.rows<{ pending: boolean }>(
+    // The pending test is written so that it matches no partial index: with
+    // statistics older than the planned rows, Postgres otherwise scanned every
+    // pending task (190 ms at 360,000 rows) instead of this schedule's
+    // occurrences by delayed_task_occurrence_idx.
     `SELECT EXISTS (
        SELECT 1 FROM delayed_task t JOIN delay_schedule s ON s.name = t.schedule_name
-       WHERE t.schedule_name = $1 AND t.occurrence_at < $2 AND ${pendingIn('t')}
+       WHERE t.schedule_name = $1 AND t.occurrence_at < $2
+         AND num_nulls(t.executed_at, t.cancelled_at, t.dead_at) = 3
          AND t.attempts > 0 AND s.overlap = 'skip'
      ) AS pending`,
     [scheduleName, occurrenceAt],
