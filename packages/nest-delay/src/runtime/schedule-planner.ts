@@ -6,6 +6,7 @@ import { recurrenceOf } from '../schedules/schedule-spec.js';
 import {
   advanceSchedule,
   insertOccurrences,
+  anyScheduleDue,
   lockDueSchedules,
   removeSchedules,
   upsertSchedule,
@@ -105,6 +106,8 @@ export class SchedulePlanner implements LifecycleService {
   }
 
   private async plan(): Promise<void> {
+    const { db, clock, policy } = this.ctx;
+    if (!(await anyScheduleDue(db.pool, new Date(policy.horizonMs(clock.now()))))) return;
     let inserted = 0;
     for (;;) {
       const { planned, full } = await this.planPage();

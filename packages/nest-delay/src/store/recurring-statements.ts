@@ -156,6 +156,19 @@ export async function resumeSchedule(sql: Sql, name: string, now: Date) {
 }
 
 /**
+ * Whether any schedule has an occurrence to plan before `horizon`: one
+ * statement, outside a transaction, so a planner with nothing to do sends
+ * this alone (not BEGIN, the locking read and COMMIT) every round.
+ */
+export async function anyScheduleDue(sql: Sql, horizon: Date): Promise<boolean> {
+  const [row] = await sql.rows<{ due: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM delay_schedule WHERE NOT paused AND next_at < $1) AS due`,
+    [horizon],
+  );
+  return row.due;
+}
+
+/**
  * The schedules whose next occurrence comes before `horizon`, locked for
  * this planning transaction; another instance planning at the same moment
  * skips them (SKIP LOCKED), so each occurrence is planned once.
