@@ -1,0 +1,172 @@
+// How ORDER_CLOSE_CONCURRENCY shapes a burst of expirations (README, "Limits on the
+// order tasks"). After `npm run build`:
+//
+//   node scripts/measure-close-burst.mjs [concurrency|off] [orders] [--no-http]
+//
+// On the server of TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
+// it creates a database, starts the compiled app (pool 10), creates `orders` orders
+// (3,000), stops the app, moves every close-unpaid task to the same instant 12 s
+// ahead, starts the app again and, unless --no-http, reads one order over 10
+// connections (autocannon) until the last close has run. Prints one JSON line:
+// how long the closes took from their due time, closes/s, HTTP requests, latency
+// (ms) and the most connections of the database seen busy (in a transaction or a
+// statement; sampled every 20 ms). Then drops the database.
+/* global fetch */
+import { spawn } from 'node:child_process';
+import { URL } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const args = process.argv.slice(2);
+const withHttp = !args.includes('--no-http');
+const [limit = '4', orders = '3000'] = args.filter((arg) => !arg.startsWith('--'));
+const N = Number(orders);
+const server = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+const name = `close_burst_${process.pid}`;
+const url = Object.assign(new URL(server), { pathname: `/${name}` }).toString();
+const port = 39_000 + (process.pid % 1_000);
+const base = `http://127.0.0.1:${port}`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function onServer(sql) {
+  const client = new pg.Client({ connectionString: server.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function startApp() {
+  return spawn(process.execPath, ['dist/src/main.js'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      PORT: String(port),
+      DB_POOL_SIZE: '10',
+      LOG_LEVEL: 'warn',
+      ORDER_PAYMENT_TIMEOUT: '1h',
+      ORDER_CLOSE_CONCURRENCY: limit,
+      ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function serving() {
+  for (let tries = 0; tries < 300; tries++) {
+    try {
+      await fetch(`${base}/orders?limit=1`);
+      return;
+    } catch {
+      await sleep(200);
+    }
+  }
+  throw new Error('the app did not answer within 60 s');
+}
+
+const stop = (app) =>
+  new Promise((resolve) => {
+    app.on('exit', resolve);
+    app.kill('SIGTERM');
+  });
+
+await onServer(`CREATE DATABASE ${name}`);
+try {
+  let app = startApp();
+  await serving();
+  const ids = [];
+  let made = 0;
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (made < N) {
+        made++;
+        const res = await fetch(`${base}/orders`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ userId: 'burst', amountCents: 100 }),
+        });
+        ids.push((await res.json()).id);
+      }
+    }),
+  );
+  await stop(app);
+
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  await db.query(
+    `UPDATE delayed_task SET due_at = date_trunc('second', now()) + interval '12 s', locked_by = NULL
+     WHERE type = 'order.close-unpaid'`,
+  );
+  const [{ due }] = (
+    await db.query(`SELECT min(due_at) AS due FROM delayed_task WHERE type = 'order.close-unpaid'`)
+  ).rows;
+  app = startApp();
+  await serving();
+
+  const watch = new pg.Client({ connectionString: url });
+  await watch.connect();
+  let busy = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await watch.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = $1 AND state IN ('active', 'idle in transaction') AND pid <> pg_backend_pid()`,
+        [name],
+      );
+      busy = Math.max(busy, rows[0].n);
+      await sleep(20);
+    }
+  })();
+  await sleep(Math.max(0, new Date(due).getTime() - Date.now() - 500));
+  const probe = withHttp
+    ? autocannon({ url: `${base}/orders/${ids[0]}`, connections: 10, amount: 1e9, timeout: 10 })
+    : undefined;
+  for (;;) {
+    const { rows } = await db.query(
+      `SELECT count(*)::int AS n FROM delayed_task WHERE type = 'order.close-unpaid' AND executed_at IS NULL`,
+    );
+    if (rows[0].n === 0) break;
+    await sleep(50);
+  }
+  let http;
+  if (probe) {
+    const done = new Promise((resolve) => probe.on('done', resolve));
+    probe.stop();
+    const res = await done;
+    http = {
+      requests: res.requests.total,
+      p50Ms: res.latency.p50,
+      p99Ms: res.latency.p99,
+      maxMs: res.latency.max,
+      non2xx: res.non2xx,
+    };
+  }
+  sampling = false;
+  await sampler;
+  const [drain] = (
+    await db.query(
+      `SELECT extract(epoch FROM max(executed_at) - min(due_at)) * 1000 AS ms
+       FROM delayed_task WHERE type = 'order.close-unpaid'`,
+    )
+  ).rows;
+  const drainMs = Math.round(Number(drain.ms));
+  console.log(
+    JSON.stringify({
+      closeConcurrency: limit,
+      orders: N,
+      drainMs,
+      closesPerSecond: Math.round(N / (drainMs / 1000)),
+      http,
+      httpPerSecond: http && Math.round(http.requests / (drainMs / 1000)),
+      mostBusyConnections: busy,
+    }),
+  );
+  await stop(app);
+  await db.end();
+  await watch.end();
+} finally {
+  await onServer(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
