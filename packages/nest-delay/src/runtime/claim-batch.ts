@@ -57,6 +57,8 @@ export interface ClaimPlan {
   alone: boolean;
   /** Limited types: handed to the gate, or (a gate's claim) claimed with a slot of its line. */
   gating: ClaimGating;
+  /** Run fenced from the start (a savepoint a task), never optimistically then again. */
+  fenced?: boolean;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
   onStart?: (row: ClaimRow) => void;
 }
@@ -102,6 +104,12 @@ export class ClaimBatch {
     // feel as lateness; a failure costs one rollback, never a second run.
     // The handlers' spans, when an OpenTelemetry SDK records them (see PassSpans).
     const spans = this.ctx.tracing?.pass();
+    if (plan.fenced) {
+      const result = await this.pass(connection, ids, plan, new Map(), spans);
+      if (!(result instanceof Redo)) return result;
+      spans?.rolledBack();
+      throw new Error('the claim could not commit (a statement left its transaction aborted)');
+    }
     const first = await this.pass(connection, ids, plan, undefined, spans);
     if (!(first instanceof Redo)) return first;
     // The runs it undid end as rolled back; the failures it knows keep their spans.

@@ -8,7 +8,7 @@ import {
   reapCredits,
   returnCredit,
   stampCredit,
-  takeCredit,
+  takeCredits,
   type TakenCredit,
 } from '../store/limit-statements.js';
 import { findPendingByIds } from '../store/claim-statements.js';
@@ -20,7 +20,7 @@ import { ClaimQueue } from './claim-queue.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { ExecutionStats } from './execution-stats.js';
 import { HandlerCutOff } from './handler-deadline.js';
-import { LimitGate, type GateClaim, type GateOutcome } from './limit-gate.js';
+import { LimitGate, type GateClaim, type GateItem, type GateOutcome } from './limit-gate.js';
 import { NoteKeeper } from './note-keeper.js';
 import { reportBatch, reportFate } from './outcome-events.js';
 import type { TaskWheel } from './task-wheel.js';
@@ -162,7 +162,11 @@ export class Executor implements LifecycleService {
       const gateTurn = gateRoom && (this.gatedInFlight === 0 || !this.queue.hasWaiting);
       const gated = gateTurn ? this.gate.next(this.inFlight === 0) : undefined;
       if (gated) {
-        this.launch([gated.item.id], gated.item.alone, gated);
+        this.launch(
+          gated.items.map((item) => item.id),
+          gated.items[0].alone,
+          gated,
+        );
         continue;
       }
       if (!this.queue.hasWaiting) return;
@@ -191,52 +195,89 @@ export class Executor implements LifecycleService {
   }
 
   /**
-   * A gate's claim of one limited task: a rate credit first, in a statement
-   * of its own (none free: the line waits until one frees), then the claim,
-   * which takes a concurrency slot with the task. The credit is stamped once
-   * the handler has started, or put back if it never did.
+   * A gate's claim of tasks of one line: rate credits first, in a statement
+   * of their own (as many as free, up to one a task; none: the line waits
+   * until one frees), then the claim, which takes one concurrency slot for
+   * them all and runs them one after another, fenced, so that no handler
+   * starts twice. Each credit is stamped once its handler has started; those
+   * unused are put back.
    */
   private async claimGated(gated: GateClaim): Promise<void> {
     const { ctx } = this;
-    const { line, item } = gated;
+    const { line } = gated;
     const holder = ctx.options.instanceId;
-    let outcome: GateOutcome = { kind: 'failed' };
-    let credit: TakenCredit | undefined;
-    let started = false;
+    let outcome: GateOutcome = { kind: 'done' };
+    let back: GateItem[] = [];
+    let credits: TakenCredit[] | undefined;
+    let used = 0;
+    let items = gated.items;
     try {
       if (gated.effective.rate) {
-        const answer = await takeCredit(
+        const answer = await takeCredits(
           ctx.db.pool,
           line.type,
           line.key,
           gated.declared.rate,
           holder,
           this.limitNowMs(),
+          items.length,
         );
-        if (answer.taken) credit = answer.taken;
-        else if (!('unlimited' in answer)) {
-          outcome = { kind: 'rate', nextFreeMs: answer.nextFreeMs };
-          return;
-        }
         this.gate.creditTaken(gated);
+        if (!answer.unlimited) {
+          credits = answer.taken;
+          if (credits.length < items.length) {
+            // The rest wait for the next credit to free.
+            back = items.slice(credits.length);
+            items = items.slice(0, credits.length);
+            outcome = { kind: 'rate', nextFreeMs: answer.nextFreeMs };
+          }
+          if (items.length === 0) return;
+        }
       }
-      const taken = credit;
-      outcome = await this.claim([item.id], item.alone, gated, taken, () => {
-        started = true;
-        if (taken) this.stamp(line.type, line.key, taken.credit);
-      });
+      const taken = credits;
+      const ended = await this.claim(
+        items.map((item) => item.id),
+        items[0].alone,
+        gated,
+        taken?.map((credit) => credit.credit),
+        () => {
+          const credit = taken?.[used++];
+          if (credit) this.stamp(line.type, line.key, credit.credit);
+        },
+      );
+      if (ended === 'cut-off') {
+        if (outcome.kind !== 'rate') outcome = { kind: 'ran' };
+      } else if (ended) {
+        if (ended.held) {
+          outcome = { kind: ended.held };
+          back.push(...items);
+        } else {
+          if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
+          // Cut off last time: again, alone.
+          const deferred = new Set(ended.deferred);
+          back.push(
+            ...items
+              .filter((item) => deferred.has(item.id))
+              .map((item) => ({ ...item, alone: true })),
+          );
+        }
+      }
     } catch (error) {
-      ctx.logger.error(`Taking a rate credit for ${line.type} failed: ${errorText(error)}`);
-      this.wheel.hold(item.id, this.retrySoonMs());
+      ctx.logger.error(`Taking rate credits for ${line.type} failed: ${errorText(error)}`);
+      this.holdAll(
+        items.map((item) => item.id),
+        this.retrySoonMs(),
+      );
+      back = [];
     } finally {
-      if (credit && !started)
+      for (const credit of credits?.slice(used) ?? [])
         await returnCredit(ctx.db.pool, line.type, line.key, credit, holder).catch(
           (error: unknown) =>
             ctx.logger.error(
               `Putting back an unused rate credit of ${line.type} failed (it frees when this instance restarts or is taken over): ${errorText(error)}`,
             ),
         );
-      this.gate.ended(gated, outcome);
+      this.gate.ended(gated, outcome, back);
     }
   }
 
@@ -279,9 +320,9 @@ export class Executor implements LifecycleService {
     ids: TaskId[],
     alone: boolean,
     gated?: GateClaim,
-    credit?: TakenCredit,
+    credits?: number[],
     onStart?: () => void,
-  ): Promise<GateOutcome> {
+  ): Promise<BatchResult | 'cut-off' | undefined> {
     const { ctx } = this;
     let connection: ClaimConnection | undefined;
     let noteId: string | undefined;
@@ -292,7 +333,7 @@ export class Executor implements LifecycleService {
       connection = await claimConnection(ctx.db);
       startedAt = performance.now();
       // A stop that came while this waited for a connection has already cut off the others.
-      if (this.stopped) return { kind: 'failed' };
+      if (this.stopped) return undefined;
       this.notes.lent(connection);
       nowMs = ctx.clock.now();
       await this.notes.forgetEarlier(connection.sql);
@@ -316,29 +357,31 @@ export class Executor implements LifecycleService {
                 type: gated.line.type,
                 key: gated.line.key,
                 concurrency: gated.declared.concurrency,
-                credit: credit && { credit: credit.credit, holder: ctx.options.instanceId },
+                credits: credits && { credits, holder: ctx.options.instanceId },
               },
             }
           : { declared: this.gate.declaredTypes() },
+        // A gate's tasks run fenced from the start: a failure never starts a handler twice.
+        fenced: gated !== undefined,
         onStart,
       });
     } catch (error) {
       if (error instanceof HandlerCutOff && noteId !== undefined && !this.stopped) {
         await this.chargeCutOff(error, noteId, ids);
-        return { kind: 'ran' };
+        return 'cut-off';
       }
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
       // the closed session has let go of it.
       if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
-      if (this.stopped) return { kind: 'failed' };
+      if (this.stopped) return undefined;
       ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
       // Nothing committed: every id is still pending in the database.
       this.holdAll(ids, this.retrySoonMs());
-      return { kind: 'failed' };
+      return undefined;
     } finally {
       if (connection) {
         this.notes.returned(connection);
@@ -347,27 +390,20 @@ export class Executor implements LifecycleService {
     }
     this.stats.record(result);
     // Time a gate's task waited for its limit is not the engine's lateness.
-    const limitWaitMs = gated ? Math.max(0, nowMs - gated.item.sinceMs) : 0;
-    reportBatch(
-      ctx.observer,
-      result,
-      ids.length,
-      nowMs,
-      performance.now() - startedAt,
-      limitWaitMs,
-    );
+    const limitWaits = gated
+      ? new Map(gated.items.map((item) => [item.id, Math.max(0, nowMs - item.sinceMs)]))
+      : undefined;
+    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
     for (const fate of result.fates) this.follow(fate);
     for (const id of result.claimedIds) this.missedOnce.delete(id);
     if (result.gated.length > 0) this.gate.add(result.gated);
-    if (gated) {
-      if (result.held) return { kind: result.held };
-      if (result.claimedIds.size > 0) return { kind: 'ran' };
-      if (result.deferred.length > 0) return { kind: 'alone' };
-    } else for (const id of result.deferred) this.queueAlone(id);
+    // A gate's deferred and held tasks go back to its line (claimGated).
+    if (!gated) for (const id of result.deferred) this.queueAlone(id);
+    if (result.held) return result;
     const passed = new Set([...result.deferred, ...result.gated.map((row) => row.id)]);
     const missing = ids.filter((id) => !result.claimedIds.has(id) && !passed.has(id));
     if (missing.length > 0) await this.recheck(missing);
-    return { kind: gated ? 'gone' : 'ran' };
+    return result;
   }
 
   /** The wheel follows a fate: a task pending again is held here if leased here. */

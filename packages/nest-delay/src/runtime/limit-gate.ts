@@ -9,7 +9,12 @@ import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { PeriodicRound } from './periodic-round.js';
-import { LIMIT_BUSY_FIRST_RETRY_MS, LIMIT_BUSY_MAX_RETRY_MS, LIMIT_REFRESH_MS } from './tuning.js';
+import {
+  GATE_SPREAD,
+  LIMIT_BUSY_FIRST_RETRY_MS,
+  LIMIT_BUSY_MAX_RETRY_MS,
+  LIMIT_REFRESH_MS,
+} from './tuning.js';
 
 /** One task waiting behind its line's limit. */
 export interface GateItem {
@@ -45,20 +50,22 @@ export interface Line {
 /** What one gate claim came to, for its line. */
 export type GateOutcome =
   | { kind: 'ran' }
-  /** Claimed by nobody here: executed, cancelled or moved (the executor looks again). */
-  | { kind: 'gone' }
+  /** Nothing to learn: its tasks were gone, or the claim failed as a whole (the executor holds them). */
+  | { kind: 'done' }
+  /** Its line's slots are all held elsewhere. */
   | { kind: 'busy' }
   | { kind: 'paused' }
-  | { kind: 'rate'; nextFreeMs: number | null }
-  /** Its last attempt was cut off: again, alone. */
-  | { kind: 'alone' }
-  /** The claim failed as a whole: the executor holds it in the wheel. */
-  | { kind: 'failed' };
+  /** Fewer credits than tasks: the next frees at `nextFreeMs` (null: unknown). */
+  | { kind: 'rate'; nextFreeMs: number | null };
 
-/** A claim the gate asks for: one task of one line, under the limits in force. */
+/**
+ * A claim the gate asks for: tasks of one line, in due order, under the
+ * limits in force. They run one after another in one transaction, which
+ * holds one concurrency slot and a rate credit for each start.
+ */
 export interface GateClaim {
   line: Line;
-  item: GateItem;
+  items: GateItem[];
   /** The handler's declared limits: the claim's SQL prefers a run-time override. */
   declared: ResolvedLimit;
   /** In force as this instance knows them (the rate decides whether a credit is taken). */
@@ -187,12 +194,28 @@ export class LimitGate implements LifecycleService {
         best = line;
     }
     if (!best) return undefined;
-    const item = best.waiting.shift()!;
+    const limits = this.book.of(best.type);
+    const items = this.take(best, limits.effective.concurrency);
     best.running++;
     best.turn = ++this.turns;
-    const limits = this.book.of(best.type);
     if (limits.effective.rate) best.takingCredit = true;
-    return { line: best, item, declared: limits.declared, effective: limits.effective };
+    return { line: best, items, declared: limits.declared, effective: limits.effective };
+  }
+
+  /**
+   * A claim's share of its line: a task that must run alone by itself, else
+   * the line spread over the slots it may still use here, up to a batch.
+   */
+  private take(line: Line, concurrency: number | null): GateItem[] {
+    if (line.waiting[0].alone) return [line.waiting.shift()!];
+    const free = Math.max(1, (concurrency ?? GATE_SPREAD) - line.running);
+    const size = Math.min(
+      this.ctx.options.batchSize,
+      Math.max(1, Math.ceil(line.waiting.length / free)),
+    );
+    let n = 0;
+    while (n < size && n < line.waiting.length && !line.waiting[n].alone) n++;
+    return line.waiting.splice(0, n);
   }
 
   /** Its claim has its rate credit (or found none): the line's next may ask for one. */
@@ -202,12 +225,18 @@ export class LimitGate implements LifecycleService {
     this.wake();
   }
 
-  /** What the claim of `claim` came to: the line moves on, waits, or takes it back. */
-  ended(claim: GateClaim, outcome: GateOutcome): void {
-    const { line, item } = claim;
+  /**
+   * What the claim of `claim` came to: `back` are its tasks that did not
+   * run (in its line again, in due order); the line moves on or waits.
+   */
+  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
+    const { line } = claim;
     line.running--;
     line.takingCredit = false;
     const nowMs = this.ctx.clock.now();
+    const returned = new Set(back.map((item) => item.id));
+    for (const item of claim.items) if (!returned.has(item.id)) this.waitingIds.delete(item.id);
+    for (const item of back) insertInDueOrder(line.waiting, item);
     // One of its claims here ended: its slot is free, whoever was kept waiting tries now.
     if (outcome.kind !== 'busy' && line.blocked === 'busy') {
       line.blocked = null;
@@ -215,28 +244,19 @@ export class LimitGate implements LifecycleService {
     }
     switch (outcome.kind) {
       case 'ran':
-        this.waitingIds.delete(item.id);
         line.blocked = null;
         line.backoffMs = 0;
         break;
-      case 'gone':
-      case 'failed':
-        this.waitingIds.delete(item.id);
-        break;
-      case 'alone':
-        insertInDueOrder(line.waiting, { ...item, alone: true });
+      case 'done':
         break;
       case 'paused':
         this.book.apply({ type: line.type, paused_at: new Date(nowMs) });
-        insertInDueOrder(line.waiting, item);
         break;
       case 'busy':
         // Held elsewhere: look again after a backoff, or when a claim of its own here ends.
-        insertInDueOrder(line.waiting, item);
         this.backOff(line, nowMs, 'busy');
         break;
       case 'rate': {
-        insertInDueOrder(line.waiting, item);
         const atMs = outcome.nextFreeMs;
         // All in flight (stamped once their starts happen), or due already by
         // this clock but not yet by the database's, which may be a moment ahead.

@@ -22,9 +22,11 @@ export function reportBatch(
   requested: number,
   claimMs: number,
   durationMs: number,
-  limitWaitMs = 0,
+  /** A gate's claim: how long each task waited behind its limit. */
+  limitWaits?: Map<string, number>,
 ): void {
-  for (const fate of result.fates) reportFate(observer, fate, claimMs, limitWaitMs);
+  for (const fate of result.fates)
+    reportFate(observer, fate, claimMs, limitWaits?.get(fate.row.id) ?? 0);
   if (observer.wants('onClaim')) {
     observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
   }

@@ -59,3 +59,5 @@ export const LIMIT_BUSY_FIRST_RETRY_MS = 10;
 export const LIMIT_BUSY_MAX_RETRY_MS = 1000;
 /** How often the limits table is read while tasks wait behind a limit or a pause (a resume elsewhere is seen within this). */
 export const LIMIT_REFRESH_MS = 1000;
+/** A line with no concurrency limit (a rate, a pause) is spread over this many claims at once. */
+export const GATE_SPREAD = 4;

@@ -55,8 +55,8 @@ export type ClaimGating =
         type: string;
         key: string;
         concurrency: number | null;
-        /** The rate credit taken for this start: claimed only while this instance still holds it. */
-        credit?: { credit: number; holder: string };
+        /** The rate credits taken for these starts: claimed only while this instance still holds them all. */
+        credits?: { credits: number[]; holder: string };
       };
       /** Claimed with no slot and whatever the pause: it only writes a fate already decided. */
       unslotted?: boolean;
@@ -110,9 +110,10 @@ export async function claimTasks(
                    ELSE COALESCE($8::int, -1) END AS slots
        FROM (SELECT 1) one LEFT JOIN delay_type_limit l ON l.type = $6
      ), slot AS (
-       SELECT slots, ($10::int IS NULL OR EXISTS (
-         SELECT 1 FROM delay_limit_credit c
-         WHERE c.type = $6 AND c.key = $7 AND c.credit = $10 AND c.holder = $11 AND c.used_at = 'infinity'
+       SELECT slots, ($10::int[] IS NULL OR cardinality($10::int[]) = (
+         SELECT count(*) FROM delay_limit_credit c
+         WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($10::int[]) AND c.holder = $11
+           AND c.used_at = 'infinity'
        )) AND (slots < 0 OR EXISTS (
          SELECT 1 FROM generate_series(0, slots - 1) s
          WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${slotLockKey('$6', '$7', 's')})
@@ -165,8 +166,8 @@ export async function claimTasks(
       line?.key ?? null,
       line?.concurrency ?? null,
       gating.line !== undefined && gating.unslotted === true,
-      gating.unslotted ? null : (line?.credit?.credit ?? null),
-      line?.credit?.holder ?? null,
+      gating.unslotted ? null : (line?.credits?.credits ?? null),
+      line?.credits?.holder ?? null,
     ],
   );
   const first = rows[0];

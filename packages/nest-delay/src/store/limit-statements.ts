@@ -102,31 +102,31 @@ export interface TakenCredit {
   previous: Date;
 }
 
-/** The outcome of asking for a credit. */
+/** The outcome of asking for credits. */
 export type CreditAnswer =
-  | { taken: TakenCredit }
-  /** None free: the earliest a credit frees by its stamp (null: all are in flight). */
-  | { taken: null; nextFreeMs: number | null }
+  /** Some taken (up to the number asked); with fewer, the earliest the next frees (null: unknown). */
+  | { taken: TakenCredit[]; nextFreeMs: number | null; unlimited?: undefined }
   /** The type has no rate limit any more (changed at run time). */
-  | { taken: null; unlimited: true };
+  | { taken: []; nextFreeMs: null; unlimited: true };
 
 /**
- * Takes a credit for one start of `type`/`key`, marking it in flight for
- * `holder`, in a statement of its own (committed before the claim). The rate
- * is the run-time one when set, else `declared`. `nowMs` is the clock's time
- * for a clock of the test's own; null uses the database's (the default).
- * Credits are made on first use.
+ * Takes up to `count` credits for starts of `type`/`key`, marking them in
+ * flight for `holder`, in a statement of its own (committed before the
+ * claim). The rate is the run-time one when set, else `declared`. `nowMs` is
+ * the clock's time for a clock of the test's own; null uses the database's
+ * (the default). Credits are made on first use.
  */
-export async function takeCredit(
+export async function takeCredits(
   sql: Sql,
   type: string,
   key: string,
   declared: ResolvedLimit['rate'],
   holder: string,
   nowMs: number | null,
+  count: number,
 ): Promise<CreditAnswer> {
   for (let made = false; ; made = true) {
-    const [row] = await sql.rows<{
+    const rows = await sql.rows<{
       starts: number | null;
       credit: number | null;
       previous_ms: number | null;
@@ -142,7 +142,7 @@ export async function takeCredit(
          SELECT c.credit, c.used_at FROM delay_limit_credit c, rate
          WHERE c.type = $1 AND c.key = $2 AND c.credit < rate.starts
            AND c.used_at <= rate.now - rate.per_ms * interval '1 millisecond'
-         ORDER BY c.used_at LIMIT 1
+         ORDER BY c.used_at LIMIT $7
          FOR UPDATE OF c SKIP LOCKED
        ), taken AS (
          UPDATE delay_limit_credit c SET used_at = 'infinity', holder = $5
@@ -156,26 +156,30 @@ export async function takeCredit(
               (SELECT (extract(epoch FROM min(c.used_at)) * 1000)::float8 + rate.per_ms
                FROM delay_limit_credit c
                WHERE c.type = $1 AND c.key = $2 AND c.credit < rate.starts
-                 AND c.used_at <> 'infinity') AS next_free_ms
+                 AND c.used_at <> 'infinity'
+                 AND c.credit NOT IN (SELECT credit FROM taken)) AS next_free_ms
        FROM rate LEFT JOIN taken ON true`,
-      [type, key, declared?.starts ?? null, declared?.perMs ?? null, holder, nowMs],
+      [type, key, declared?.starts ?? null, declared?.perMs ?? null, holder, nowMs, count],
     );
-    if (row.starts === null) return { taken: null, unlimited: true };
-    if (row.credit !== null) {
-      // -infinity (a new credit) comes back as -Infinity: any time will do.
-      const previousMs = Number.isFinite(row.previous_ms) ? row.previous_ms! : 0;
-      return { taken: { credit: row.credit, previous: new Date(previousMs) } };
-    }
-    if (Number(row.existing) < row.starts && !made) {
+    const first = rows[0];
+    if (first.starts === null) return { taken: [], nextFreeMs: null, unlimited: true };
+    const taken = rows
+      .filter((row) => row.credit !== null)
+      .map((row) => ({
+        credit: row.credit!,
+        // -infinity (a new credit) comes back as -Infinity: any time will do.
+        previous: new Date(Number.isFinite(row.previous_ms) ? row.previous_ms! : 0),
+      }));
+    if (taken.length === 0 && Number(first.existing) < first.starts && !made) {
       await sql.rows(
         `INSERT INTO delay_limit_credit (type, key, credit, used_at)
          SELECT $1, $2, n, '-infinity' FROM generate_series(0, $3::int - 1) n
          ON CONFLICT DO NOTHING`,
-        [type, key, row.starts],
+        [type, key, first.starts],
       );
       continue;
     }
-    return { taken: null, nextFreeMs: row.next_free_ms };
+    return { taken, nextFreeMs: first.next_free_ms };
   }
 }
 
