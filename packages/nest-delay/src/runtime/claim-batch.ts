@@ -153,18 +153,7 @@ export class ClaimBatch {
       // everything back instead, and the batch runs again fenced.
       // A task claimed alone: its COMMIT shows under its span too.
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
-      if (!(await (spans ? spans.withinOnly(commit) : commit()))) {
-        // A gate's claim holds one task, so the fault is its handler's: it
-        // fails now rather than start again in a fenced pass (a second start,
-        // which its line's limits would have to allow).
-        if (plan.gating.line && claimed.length === 1)
-          return new Redo(
-            new Map([
-              [claimed[0].id, fail(claimed[0], leftAborted('COMMIT'), plan.nowMs, this.rules)],
-            ]),
-          );
-        return new Redo(new Map());
-      }
+      if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
       spans?.committed([...exhausted, ...fates]);
       for (const fate of [...exhausted, ...fates]) this.log(fate);
       return {
