@@ -1,26 +1,33 @@
 /**
- * `npm run bench:limits [-- <count> <rounds>] [--quick] [--window <s>] [--waiting <n>]`:
- * what shared limits (issue 21) cost this project.
+ * `npm run bench:limits [-- <count> <rounds>] [--quick] [--only burst|idle]
+ * [--window <s>] [--waiting <n>] [--rate-starts <n>]`: what shared limits
+ * (issue 21) cost this project.
  *
  * 1. Burst: `count` tasks (20,000 by default) due at one whole second, the
  *    effect through the handler's manager, as the burst workload runs them,
- *    five ways in each round, in alternation, each on a fresh database:
- *    - `none`: no limit (the batched claim, 50 tasks per transaction);
- *    - `type = module`: a per-type `concurrency` of 10, the module's own
+ *    in each round (1 by default) on a fresh database each: no limit first,
+ *    then the limited ones (in reverse order every other round), then no
+ *    limit again:
+ *    - `none`: no limit (the batched claim, up to 50 tasks per transaction);
+ *    - `typeModule`: a per-type `concurrency` of 10, the module's own
  *      concurrency, so it binds no more than the engine would;
- *    - `type 4`: a per-type `concurrency: 4`, which binds;
- *    - `20 keys × 2`: `concurrency: 2` per key, 20 keys (orderId mod 20);
- *    - `rate 10⁶/s`: `rate: { starts: 1000, per: 1 }` (1,000,000 starts a
- *      second), which never binds: the credit ledger's own cost.
- *    A limited type's tasks are claimed one per transaction by the limit
- *    gate, so slower than batched is expected; the ratios to `none` of the
- *    same round, median over rounds, are the figures.
+ *    - `type4`: a per-type `concurrency: 4`, which binds;
+ *    - `perKey`: `concurrency: 2` per key, 20 keys (orderId mod 20);
+ *    - `rate`: `rate: { starts: 1000, per: 1 }` (1,000,000 starts a second;
+ *      `--rate-starts` changes the 1,000), which never binds: the credit
+ *      ledger's own cost.
+ *    A limited type's tasks go through the limit gate, whose claims take one
+ *    line's tasks under its slots and credits, so slower than batched is
+ *    expected. The figures are each limit's ratios to the mean of the two
+ *    unlimited runs of its round (their difference is the round's noise),
+ *    medians over rounds.
  * 2. Idle while waiting: `waiting` tasks (10,000) due now behind a full
  *    concurrency limit of 1 (the first one's handler holds the only slot
  *    for the whole window), and separately of a paused type
  *    (DelayLimits.pause), beside the same app with nothing waiting; on one
  *    instance and on three (each holding a third of the tasks, so two of
- *    them find the slot busy elsewhere). `window` s measured (45 by default).
+ *    them find the slot busy elsewhere). `window` s measured (30 by default),
+ *    from 11 s after the gates settled, after a full GC in each instance.
  *
  * Each app instance runs in a child process of its own (this same file,
  * forked), with a pool of 10 and concurrency 10 as in the other benches.
@@ -255,7 +262,12 @@ function childMain(): void {
     },
     async waiting({ type }: { type: string }) {
       const info = await app!.get(DelayLimits).get(type);
-      return { waitingHere: info.waitingHere, holding: hold.running, started: hold.started };
+      return {
+        waiting: info.waiting,
+        waitingHere: info.waitingHere,
+        holding: hold.running,
+        started: hold.started,
+      };
     },
     async pause({ type }: { type: string }) {
       await app!.get(DelayLimits).pause(type);
@@ -648,6 +660,8 @@ interface IdleFigure {
   label: string;
   instances: number;
   waiting: number;
+  /** Of those, waiting in the instances' gates when the window began (the rest taken by the claim holding the slot). */
+  inGates: number;
   seconds: number;
   statementsPerSecond: number;
   xactCommitPerSecond: number;
@@ -688,6 +702,7 @@ async function runIdle(
     // One after the other: the first runs the migrations.
     for (let i = 0; i < instances; i++) apps.push(await Instance.launch(url, 'idle'));
     const type = scene === 'paused' ? PAUSED_TYPE : HOLD_TYPE;
+    let inGatesAtStart = 0;
     if (scene === 'paused') await apps[0].call('pause', { type });
     if (scene !== 'nothing') {
       // Each instance schedules (and so holds) its share, due now.
@@ -701,16 +716,29 @@ async function runIdle(
           }),
         ),
       );
-      const expected = scene === 'limit' ? waiting - 1 : waiting;
+      // Every task still pending and in a gate, but those a gate's claim has
+      // taken with the one holding the slot (up to a batch of 50 a claim),
+      // and the gates settled (the same count twice, 500 ms apart).
+      let last = -1;
       await waitFor(`${waiting} tasks in the gates`, 120_000, async () => {
         const states = await Promise.all(
           apps.map((app) =>
-            app.call<{ waitingHere: number; holding: number }>('waiting', { type }),
+            app.call<{ waiting: number; waitingHere: number; holding: number }>('waiting', {
+              type,
+            }),
           ),
         );
         const inGates = states.reduce((n, s) => n + s.waitingHere, 0);
         const holding = states.reduce((n, s) => n + s.holding, 0);
-        return inGates >= expected && (scene !== 'limit' || holding === 1);
+        const settled = inGates === last;
+        last = inGates;
+        inGatesAtStart = inGates;
+        return (
+          settled &&
+          states[0].waiting === waiting &&
+          inGates >= waiting - 50 * instances &&
+          (scene === 'paused' ? inGates === waiting : holding === 1)
+        );
       });
     }
     // Past the busy lines' backoff (10 ms doubling to 1 s), and long enough
@@ -750,6 +778,7 @@ async function runIdle(
       label,
       instances,
       waiting: scene === 'nothing' ? 0 : waiting,
+      inGates: inGatesAtStart,
       seconds: round(elapsed, 1),
       statementsPerSecond: round(
         (sum(u1, (u) => u.statements) - sum(u0, (u) => u.statements)) / elapsed,
