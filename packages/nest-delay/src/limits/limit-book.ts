@@ -16,8 +16,9 @@ export interface TypeLimits {
  * Which types are limited or paused, for routing fired tasks and pacing the
  * gate's lines. A copy: the claim statements read `delay_type_limit`
  * themselves, so a change holds from the next claim on every instance even
- * before its copy is refreshed (the gate refreshes it every second while
- * anything waits, and each instance at every heartbeat).
+ * before its copy is refreshed (the gate reads it every second while
+ * anything waits in it, and not otherwise: an instance with nothing waiting
+ * learns of a pause from the claim statement itself).
  */
 export class LimitBook {
   private rows = new Map<string, TypeLimitRow>();

@@ -1,8 +1,9 @@
 import { errorText } from '../delay.messages.js';
+import { pruneCredits } from '../store/limit-statements.js';
 import { pruneTasks } from '../store/prune-statements.js';
 import type { DelayContext, LifecycleService } from './delay-context.js';
 import { PeriodicRound } from './periodic-round.js';
-import { PRUNE_BATCH, PRUNE_REST_PER_BATCH } from './tuning.js';
+import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from './tuning.js';
 
 /**
  * Deletes finished tasks once they are older than the retention (executed
@@ -59,6 +60,8 @@ export class Pruner implements LifecycleService {
 
   private async prune(): Promise<void> {
     const { clock, options, db } = this.ctx;
+    // Rate credits of keys quiet for a day: made again on their next start.
+    await pruneCredits(db.pool, new Date(clock.now() - CREDIT_KEEP_MS));
     if (options.keepFinishedMs === null && options.keepDeadMs === null) return;
     const nowMs = clock.now();
     const finishedBefore =

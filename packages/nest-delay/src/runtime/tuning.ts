@@ -61,3 +61,5 @@ export const LIMIT_BUSY_MAX_RETRY_MS = 1000;
 export const LIMIT_REFRESH_MS = 1000;
 /** A line with no concurrency limit (a rate, a pause) is spread over this many claims at once. */
 export const GATE_SPREAD = 4;
+/** Rate credits unused this long are deleted by the pruner (per-key limits would keep `starts` rows per key forever). */
+export const CREDIT_KEEP_MS = 24 * 3_600_000;

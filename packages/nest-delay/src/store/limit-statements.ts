@@ -148,17 +148,20 @@ export async function takeCredits(
          UPDATE delay_limit_credit c SET used_at = 'infinity', holder = $5
          FROM free WHERE c.type = $1 AND c.key = $2 AND c.credit = free.credit
          RETURNING c.credit, free.used_at AS previous
+       ), ledger AS (
+         -- Once, not once per credit taken: read after the take's snapshot, the
+         -- credits just taken still show their old stamps, so they are left out.
+         SELECT count(c.credit) AS existing,
+                (extract(epoch FROM min(c.used_at) FILTER (
+                   WHERE c.used_at <> 'infinity' AND c.credit NOT IN (SELECT credit FROM taken)
+                 )) * 1000)::float8 + min(rate.per_ms) AS next_free_ms
+         FROM rate LEFT JOIN delay_limit_credit c
+           ON c.type = $1 AND c.key = $2 AND c.credit < rate.starts
        )
        SELECT rate.starts, taken.credit,
               (extract(epoch FROM taken.previous) * 1000)::float8 AS previous_ms,
-              (SELECT count(*) FROM delay_limit_credit c
-               WHERE c.type = $1 AND c.key = $2 AND c.credit < rate.starts) AS existing,
-              (SELECT (extract(epoch FROM min(c.used_at)) * 1000)::float8 + rate.per_ms
-               FROM delay_limit_credit c
-               WHERE c.type = $1 AND c.key = $2 AND c.credit < rate.starts
-                 AND c.used_at <> 'infinity'
-                 AND c.credit NOT IN (SELECT credit FROM taken)) AS next_free_ms
-       FROM rate LEFT JOIN taken ON true`,
+              ledger.existing, ledger.next_free_ms
+       FROM rate CROSS JOIN ledger LEFT JOIN taken ON true`,
       [type, key, declared?.starts ?? null, declared?.perMs ?? null, holder, nowMs, count],
     );
     const first = rows[0];
