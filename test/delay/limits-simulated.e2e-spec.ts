@@ -171,6 +171,7 @@ describe('limits set at run time', () => {
     await expect(
       limits.set('limited.none', { rate: { starts: 5, per: 'soon' as never } }),
     ).rejects.toThrow(/limit\.rate\.per must be/);
+    await expect(limits.set('limited.none', {})).rejects.toThrow(/must set concurrency or rate/);
     await expect(limits.pause('no.such.type')).rejects.toThrow(UnknownTaskTypeError);
     expect((await limits.get('limited.none')).override).toBeNull();
   });

@@ -12,6 +12,9 @@ import {
 import { LimitBook } from './limit-book.js';
 import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from './task-limit.js';
 
+/** `waiting` counts stop here: a backlog this large reads as "at least". */
+export const WAITING_COUNT_CAP = 100_000;
+
 /** One task type's limits, as DelayLimits lists them. */
 export interface TypeLimitInfo {
   type: string;
@@ -26,7 +29,10 @@ export interface TypeLimitInfo {
   effective: ResolvedLimit | null;
   /** Limits apply to each key of the payload (its handler's `limit.key`), not to the type as a whole. */
   perKey: boolean;
-  /** Its pending tasks already due, on every instance: waiting for the limit or the pause, or about to run. */
+  /**
+   * Its pending tasks already due, on every instance: waiting for the limit
+   * or the pause, or about to run. Counted up to WAITING_COUNT_CAP.
+   */
   waiting: number;
   /** Of those, held in this instance's gate. */
   waitingHere: number;
@@ -72,6 +78,11 @@ export class DelayLimits {
     await this.known(type);
     if (change === null || typeof change !== 'object' || Array.isArray(change))
       throw new DelayValidationError('limit', 'must be an object like { concurrency, rate }');
+    if (change.concurrency === undefined && change.rate === undefined)
+      throw new DelayValidationError(
+        'limit',
+        'must set concurrency or rate (null removes one); to go back to the declared limits, reset',
+      );
     const current = (await this.get(type)).effective ?? { concurrency: null, rate: null };
     let limit: ResolvedLimit;
     try {
@@ -107,7 +118,7 @@ export class DelayLimits {
     const book = new LimitBook((type) => this.handlers.limitOf(type)?.limit);
     book.replace(rows);
     const types = [...new Set([...this.handlers.types(), ...rows.map((row) => row.type)])].sort();
-    const waiting = await countWaiting(this.db, types, new Date(this.now()));
+    const waiting = await countWaiting(this.db, types, new Date(this.now()), WAITING_COUNT_CAP);
     const here = this.gate.waitingByType();
     return types.map((type) => {
       const limits = book.of(type);

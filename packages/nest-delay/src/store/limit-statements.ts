@@ -269,19 +269,29 @@ export async function pruneCredits(sql: Sql, before: Date): Promise<void> {
   await sql.rows(`DELETE FROM delay_limit_credit WHERE used_at < $1 AND holder IS NULL`, [before]);
 }
 
-/** Pending tasks of these types due by `now`, by type: what waits behind their limits or pauses, cluster-wide. */
+/**
+ * Pending tasks of these types due by `now`, by type, each counted up to
+ * `cap` (a backlog of millions is "at least cap", not a million-row count
+ * on every read): what waits behind their limits or pauses, cluster-wide.
+ */
 export async function countWaiting(
   sql: Sql,
   types: string[],
   now: Date,
+  cap: number,
 ): Promise<Map<string, number>> {
   if (types.length === 0) return new Map();
   const rows = await sql.rows<{ type: string; waiting: string }>(
-    `SELECT type, count(*) AS waiting FROM delayed_task
-     WHERE type = ANY($1::text[]) AND executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL
-       AND due_at <= $2
-     GROUP BY type`,
-    [types, now],
+    `SELECT types.type, (
+       SELECT count(*) FROM (
+         SELECT 1 FROM delayed_task t
+         WHERE t.type = types.type AND t.executed_at IS NULL AND t.cancelled_at IS NULL
+           AND t.dead_at IS NULL AND t.due_at <= $2
+         LIMIT $3
+       ) capped
+     ) AS waiting
+     FROM unnest($1::text[]) AS types(type)`,
+    [types, now, cap],
   );
   return new Map(rows.map((row) => [row.type, Number(row.waiting)]));
 }
