@@ -72,9 +72,9 @@ export class DelaySchedules {
   }
 
   async get(name: string): Promise<ScheduleInfo> {
-    const found = (await this.list()).find((schedule) => schedule.name === name);
+    const [found] = await listSchedules(this.db, new Date(this.now()), name);
     if (!found) throw new ScheduleNotFoundError(name);
-    return found;
+    return toInfo(found);
   }
 
   private plan(): Promise<void> {

@@ -1,5 +1,5 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING, pendingIn } from './pending.js';
+import { PENDING } from './pending.js';
 import type { Sql } from './sql.js';
 
 /** A row of `delay_schedule`. */
@@ -247,7 +247,8 @@ export interface ScheduleListRow extends ScheduleRow {
  * Every schedule by name, with the latest occurrence that came due and its
  * outcome, and the earliest planned one still to come.
  */
-export function listSchedules(sql: Sql, now: Date) {
+/** Every schedule, or the one named `name` (what `upsert` and `get` return, without listing all). */
+export function listSchedules(sql: Sql, now: Date, name: string | null = null) {
   return sql.rows<ScheduleListRow>(
     `SELECT s.*, t.id AS last_task_id, t.occurrence_at AS last_occurrence_at, t.last_error,
             CASE WHEN t.id IS NULL THEN NULL
@@ -256,7 +257,8 @@ export function listSchedules(sql: Sql, now: Date) {
                  WHEN t.dead_at IS NOT NULL THEN 'dead'
                  ELSE 'pending' END AS last_state,
             (SELECT min(p.occurrence_at) FROM delayed_task p
-             WHERE p.schedule_name = s.name AND p.occurrence_at > $1 AND ${pendingIn('p')}
+             WHERE p.schedule_name = s.name AND p.occurrence_at > $1
+               AND num_nulls(p.executed_at, p.cancelled_at, p.dead_at) = 3
             ) AS next_planned_at
      FROM delay_schedule s
      LEFT JOIN LATERAL (
@@ -264,8 +266,9 @@ export function listSchedules(sql: Sql, now: Date) {
        WHERE d.schedule_name = s.name AND d.occurrence_at <= $1
        ORDER BY d.occurrence_at DESC LIMIT 1
      ) t ON true
+     WHERE $2::text IS NULL OR s.name = $2
      ORDER BY s.name`,
-    [now],
+    [now, name],
   );
 }
 
