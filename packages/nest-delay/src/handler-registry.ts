@@ -41,6 +41,7 @@ export interface DeclaredLimit {
 @Injectable()
 export class HandlerRegistry {
   private readonly handlers = new Map<string, RegisteredHandler>();
+  private limited: string[] | undefined;
   private readonly defaults: { maxAttempts: number; backoff: Backoff; timeoutMs: number };
 
   constructor(@Inject(DELAY_OPTIONS) options: ResolvedDelayOptions) {
@@ -86,6 +87,7 @@ export class HandlerRegistry {
       if (isLimited(resolved)) limit = { limit: resolved, key: declared.key };
     }
     this.handlers.set(type, { fn, name, maxAttempts, backoff, timeoutMs, limit });
+    this.limited = undefined;
   }
 
   get(type: string): RegisteredHandler | undefined {
@@ -114,9 +116,12 @@ export class HandlerRegistry {
     return this.handlers.get(type)?.limit;
   }
 
-  /** Types whose handlers declare limits. */
+  /** Types whose handlers declare limits: every claim sends them, so kept, not rebuilt each time. */
   limitedTypes(): string[] {
-    return [...this.handlers].filter(([, handler]) => handler.limit).map(([type]) => type);
+    this.limited ??= [...this.handlers]
+      .filter(([, handler]) => handler.limit)
+      .map(([type]) => type);
+    return this.limited;
   }
 
   has(type: string): boolean {

@@ -6,14 +6,8 @@ import {
   type OnApplicationBootstrap,
   type OnModuleInit,
 } from '@nestjs/common';
-import {
-  CLOCK,
-  DelayLimits,
-  DelayService,
-  type Clock,
-  type TimerHandle,
-  type TypeLimitInfo,
-} from 'nest-delay';
+import { CLOCK, DelayLimits, DelayService, type Clock, type TypeLimitInfo } from 'nest-delay';
+import { PeriodicRound } from 'nest-delay/internal';
 import { Metrics } from './metrics.js';
 
 /** Between two reads of the task types' limits and waiting counts, by the app's clock. */
@@ -36,17 +30,23 @@ export class LimitGauges
 {
   private readonly logger = new Logger('LimitGauges');
   private last: TypeLimitInfo[] | undefined;
-  private timer: TimerHandle | undefined;
-  private underWay: Promise<void> | undefined;
   private failing = false;
-  private stopped = false;
+  /** The engine's own round: on the app's clock, never two at once, runNow joins one under way. */
+  private readonly rounds: PeriodicRound;
 
   constructor(
     private readonly metrics: Metrics,
     private readonly limits: DelayLimits,
     private readonly delay: DelayService,
-    @Inject(CLOCK) private readonly clock: Clock,
-  ) {}
+    @Inject(CLOCK) clock: Clock,
+  ) {
+    this.rounds = new PeriodicRound(
+      clock,
+      LIMIT_GAUGES_EVERY_MS,
+      () => this.readOnce(),
+      (error) => this.failed(error),
+    );
+  }
 
   onModuleInit(): void {
     // Limited or paused types only: for any other, "due and not yet run" is not a wait behind a limit.
@@ -85,46 +85,30 @@ export class LimitGauges
 
   async onApplicationBootstrap(): Promise<void> {
     await this.read();
-    this.arm();
+    this.rounds.start();
   }
 
   /** Reads now (joining a read under way); the tests call it rather than wait for the timer. */
   read(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    this.underWay ??= this.limits
-      .list()
-      .then((list) => {
-        this.last = list;
-        if (this.failing)
-          this.logger.log('Reading the task types for the limit gauges works again');
-        this.failing = false;
-      })
-      .catch((error: unknown) => {
-        this.last = undefined;
-        if (!this.failing)
-          this.logger.warn(
-            `Reading the task types for the limit gauges failed; they are left out until a read works: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        this.failing = true;
-      })
-      .finally(() => {
-        this.underWay = undefined;
-      });
-    return this.underWay;
+    return this.rounds.runNow();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
-    await this.underWay;
+    await this.rounds.stop();
   }
 
-  private arm(): void {
-    if (this.stopped) return;
-    this.timer = this.clock.setTimer(this.clock.now() + LIMIT_GAUGES_EVERY_MS, () => {
-      this.timer = undefined;
-      void this.read().finally(() => this.arm());
-    });
+  private async readOnce(): Promise<void> {
+    this.last = await this.limits.list();
+    if (this.failing) this.logger.log('Reading the task types for the limit gauges works again');
+    this.failing = false;
+  }
+
+  private failed(error: unknown): void {
+    this.last = undefined;
+    if (!this.failing)
+      this.logger.warn(
+        `Reading the task types for the limit gauges failed; they are left out until a read works: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    this.failing = true;
   }
 }

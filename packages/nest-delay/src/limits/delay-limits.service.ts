@@ -113,11 +113,24 @@ export class DelayLimits {
   }
 
   /** Every type with a handler here or anything set at run time, by name. */
-  async list(): Promise<TypeLimitInfo[]> {
+  list(): Promise<TypeLimitInfo[]> {
+    return this.read(null);
+  }
+
+  async get(type: string): Promise<TypeLimitInfo> {
+    const [found] = await this.read(type);
+    if (!found) throw new UnknownTaskTypeError(type, this.handlers.types());
+    return found;
+  }
+
+  /** Every type, or only `only`: its waiting tasks are counted alone. */
+  private async read(only: string | null): Promise<TypeLimitInfo[]> {
     const rows = await readTypeLimits(this.db);
     const book = new LimitBook((type) => this.handlers.limitOf(type)?.limit);
     book.replace(rows);
-    const types = [...new Set([...this.handlers.types(), ...rows.map((row) => row.type)])].sort();
+    const types = [...new Set([...this.handlers.types(), ...rows.map((row) => row.type)])]
+      .filter((type) => only === null || type === only)
+      .sort();
     const waiting = await countWaiting(this.db, types, new Date(this.now()), WAITING_COUNT_CAP);
     const here = this.gate.waitingByType();
     return types.map((type) => {
@@ -135,12 +148,6 @@ export class DelayLimits {
         waitingHere: here.get(type) ?? 0,
       };
     });
-  }
-
-  async get(type: string): Promise<TypeLimitInfo> {
-    const found = (await this.list()).find((info) => info.type === type);
-    if (!found) throw new UnknownTaskTypeError(type, this.handlers.types());
-    return found;
   }
 
   /** A type with a handler here, or one already set at run time, or any type when allowUnknownTypes. */
