@@ -293,9 +293,12 @@ describe('the admin page shell', () => {
     // meanwhile: those count as waiting at once, and as held here once claimed).
     await t.tester.advance('2s');
     await t.tester.advance('2s');
-    await page.waitForFunction(
-      `Number(document.querySelectorAll('${paused} td')[4]?.textContent) >= 4`,
-    );
+    // Polled from here: the page's CSP forbids the eval a string predicate needs.
+    const held = page.locator(`${paused} td`).nth(4);
+    for (let deadline = Date.now() + 30_000; Number(await held.innerText()) < 4;) {
+      if (Date.now() > deadline) throw new Error('the paused type never showed 4 tasks held');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     await page
       .locator('#task-types-card')
       .screenshot({ path: `${ARTIFACTS}/admin-task-types.png` });
