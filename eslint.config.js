@@ -10,6 +10,7 @@ export default tseslint.config(
       'coverage/**',
       '.data/**',
       'bench/results/**',
+      '.dependency-cruiser.cjs',
     ],
   },
   js.configs.recommended,

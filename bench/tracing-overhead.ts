@@ -15,12 +15,12 @@ import {
   InMemorySpanExporter,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import type { ClaimRow } from '../packages/nest-delay/src/store/claim-statements.js';
+import type { ClaimRow } from '../packages/nest-delay/src/claim/claim-statements.js';
 import {
   loadTaskTracing,
   type TaskTracing,
 } from '../packages/nest-delay/src/tracing/task-tracing.js';
-import type { Fate } from '../packages/nest-delay/src/transitions/task-transitions.js';
+import type { Fate } from '../packages/nest-delay/src/tasks/task-transitions.js';
 
 const TASKS = 100_000;
 const BATCH = 50;

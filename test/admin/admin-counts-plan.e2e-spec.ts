@@ -1,5 +1,5 @@
 // Package-internal: the counting and listing statements themselves, to read their query plans.
-import { countTasks, listInstances } from '../../packages/nest-delay/src/store/admin-statements.js';
+import { countTasks, listInstances } from '../../packages/nest-delay/src/admin/admin-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from '../delay/delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';

@@ -8,12 +8,12 @@ import {
   attemptLockKey,
   recordAttempt,
   takeDeadNotes,
-} from '../../packages/nest-delay/src/store/attempt-statements.js';
-import { claimTasks } from '../../packages/nest-delay/src/store/claim-statements.js';
+} from '../../packages/nest-delay/src/claim/attempt-statements.js';
+import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
-import { writeCharge } from '../../packages/nest-delay/src/store/transition-statements.js';
-import { charge } from '../../packages/nest-delay/src/transitions/task-transitions.js';
-import { WindowPolicy } from '../../packages/nest-delay/src/runtime/window-policy.js';
+import { writeCharge } from '../../packages/nest-delay/src/tasks/transition-statements.js';
+import { charge } from '../../packages/nest-delay/src/tasks/task-transitions.js';
+import { WindowPolicy } from '../../packages/nest-delay/src/tasks/window-policy.js';
 import {
   createTestDatabase,
   describeWithServer,

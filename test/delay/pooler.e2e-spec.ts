@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { DelayedTaskHandler, delayMigrations, type TaskContext } from 'nest-delay';
-import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/store/attempt-statements.js';
+import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/claim/attempt-statements.js';
 import { eventually } from '../app/app-process.js';
 import {
   describeWithPgbouncer,
@@ -247,7 +247,7 @@ class CommitFailuresModule {}
 
 /**
  * A claim whose COMMIT fails: the note's lock, taken by this claim's session,
- * should go when the claim gives up (the executor closes the connection
+ * should go when the claim gives up (the dispatcher closes the connection
  * rather than reuse it). Through PgBouncer in transaction mode too: the
  * deferred constraints are checked (SET CONSTRAINTS ALL IMMEDIATE) in the
  * message before COMMIT, so their failure leaves the transaction open, and

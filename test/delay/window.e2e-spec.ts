@@ -1,6 +1,6 @@
 // Package-internal: the claim statement itself, to read its query plan.
-import { claimTasks } from '../../packages/nest-delay/src/store/claim-statements.js';
-import { earlierOccurrenceRetrying } from '../../packages/nest-delay/src/store/recurring-statements.js';
+import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
+import { earlierOccurrenceRetrying } from '../../packages/nest-delay/src/schedules/recurring-statements.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { HOUR, createDelayTestApp, lastTaskId, type DelayTestApp } from './delay-test-app.js';
 

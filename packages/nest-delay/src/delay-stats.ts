@@ -1,5 +1,5 @@
-import type { ExecutionCounts } from './runtime/execution-stats.js';
-import type { PlanningCounts } from './runtime/schedule-planner.js';
+import type { ExecutionCounts } from './claim/execution-stats.js';
+import type { PlanningCounts } from './schedules/schedule-planner.js';
 
 /** What `DelayService.stats()` returns: one instance's view, from memory. */
 export interface DelayStats extends ExecutionCounts {

@@ -4,7 +4,7 @@ import { DelayAdmin } from './admin/delay-admin.service.js';
 import type { DataSource } from 'typeorm';
 import { CLOCK } from './clock/index.js';
 import { DELAY_DATA_SOURCE } from './delay.tokens.js';
-import { measuredDatabaseClock } from './runtime/clock-watch.js';
+import { measuredDatabaseClock } from './lease/clock-watch.js';
 import { Database } from './store/sql.js';
 import {
   DELAY_ASYNC_OPTIONS_TYPE,

@@ -1,120 +1,23 @@
-import type { TaskLimit } from './limits/task-limit.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
 import type { DelayObserver } from './observer/delay-observer.js';
 import { assertKnownOptions } from './option-keys.js';
+import type {
+  Backoff,
+  DelayModuleOptions,
+  ResolvedDelayOptions,
+  RetryPolicy,
+} from './delay-options.types.js';
 
-export interface RetryPolicy {
-  /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
-  maxAttempts?: number;
-  /** First retry after this long, doubling each attempt (default 1s). */
-  baseDelay?: Duration;
-  /** Backoff ceiling (default 1h). */
-  maxDelay?: Duration;
-  /** Random spread as a fraction of the delay, 0..1 (default 0.2). */
-  jitter?: number;
-}
-
-/** Options of one handler, on its decorator: `@DelayedTaskHandler('type', { maxAttempts: 3 })`. */
-export interface HandlerOptions {
-  /** Attempts for tasks of this type scheduled without their own (default: the module's). */
-  maxAttempts?: number;
-  /** Backoff between this type's attempts (default: the module's `retry`). */
-  retry?: Omit<RetryPolicy, 'maxAttempts'>;
-  /** How long one attempt may run before its signal aborts (default: the module's `handlerTimeout`). */
-  timeout?: Duration;
-  /**
-   * Shared limits for this type, across every instance: handlers at once,
-   * starts per period, optionally per key of the payload (docs/limits.md).
-   * Changed at run time with DelayLimits.
-   */
-  limit?: TaskLimit;
-}
-
-/** A backoff with every field known. */
-export interface Backoff {
-  baseMs: number;
-  maxMs: number;
-  jitter: number;
-}
-
-/** How long finished tasks are kept; `false` keeps them forever. */
-export interface RetentionPolicy {
-  /** Executed and cancelled tasks, after they finished (default 7d). */
-  finished?: Duration | false;
-  /** Dead-lettered tasks, after they died (default 30d): time to look and retry. */
-  dead?: Duration | false;
-  /** How often one instance prunes (default 1m). */
-  interval?: Duration;
-}
-
-export interface DelayModuleOptions {
-  /**
-   * Length of one wheel tick (default 1000 ms): how far ahead of their due time
-   * entries leave the wheel for the due queue. Not the timing resolution: each
-   * task fires at its own due time, whatever the tick.
-   */
-  tickMs?: number;
-  /** Slots in the ring (default 3600): one revolution is slots × tickMs. */
-  slots?: number;
-  /** Tasks due within this window are held in memory (default: one revolution). */
-  window?: Duration;
-  /** Claim transactions that run at once (default: pool size − 1, at least 1, at most 10). */
-  concurrency?: number;
-  /** Most tasks claimed in one transaction (default 50). */
-  batchSize?: number;
-  /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
-  lease?: Duration;
-  /** How many tasks one loader query leases (default 5000). */
-  loadPageSize?: number;
-  retry?: RetryPolicy;
-  /** Names this process in `delayed_task.locked_by` (default: host-pid-random). */
-  instanceId?: string;
-  /** Let `schedule` accept types no handler here knows (apps that only produce tasks). */
-  allowUnknownTypes?: boolean;
-  /** How long shutdown waits for in-flight handlers (default 10s). */
-  shutdownTimeout?: Duration;
-  /**
-   * How long one attempt of a handler may run (default 60s; a handler may set
-   * its own). At the timeout its context's `signal` aborts; a handler still
-   * running a grace period later is cut off and the attempt counts as failed.
-   */
-  handlerTimeout?: Duration;
-  /** Deleting old finished tasks; see RetentionPolicy. */
-  retention?: RetentionPolicy;
-  /** Told of every task's lifecycle after commit (metrics, events); see DelayObserver. */
-  observer?: DelayObserver;
-  /**
-   * OpenTelemetry tracing (default true): with `@opentelemetry/api` installed
-   * and an SDK registered, a task keeps the trace context it was scheduled in
-   * and its handler's span continues it. `false` never loads the API.
-   */
-  tracing?: boolean;
-}
-
-export interface ResolvedDelayOptions {
-  tickMs: number;
-  slots: number;
-  windowMs: number;
-  concurrency: number | undefined;
-  batchSize: number;
-  leaseMs: number;
-  heartbeatMs: number;
-  loadPageSize: number;
-  maxAttempts: number;
-  instanceId: string;
-  allowUnknownTypes: boolean;
-  shutdownTimeoutMs: number;
-  handlerTimeoutMs: number;
-  backoff: Backoff;
-  /** null: kept forever. */
-  keepFinishedMs: number | null;
-  keepDeadMs: number | null;
-  pruneEveryMs: number;
-  observer: DelayObserver | undefined;
-  tracing: boolean;
-}
+export type {
+  Backoff,
+  DelayModuleOptions,
+  HandlerOptions,
+  ResolvedDelayOptions,
+  RetentionPolicy,
+  RetryPolicy,
+} from './delay-options.types.js';
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;

@@ -6,7 +6,7 @@ import { TaskStateError } from './errors/task-state.error.js';
 import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
-import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
+import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTask,
   insertTasks,
@@ -15,16 +15,16 @@ import {
   keyHolders,
   newTaskRow,
   type BulkRow,
-} from './store/schedule-statements.js';
+} from './tasks/insert-statements.js';
 import {
   cancelTask,
   getTask,
   rescheduleTask,
   reviveTask,
   type ActedRow,
-} from './store/task-statements.js';
-import { stateOf, toTask } from './store/task-row.js';
-import { cancel, leaseFor, reschedule, revive } from './transitions/task-transitions.js';
+} from './tasks/task-statements.js';
+import { stateOf, toTask } from './tasks/task-row.js';
+import { cancel, leaseFor, reschedule, revive } from './tasks/task-transitions.js';
 import { checkTaskRef } from './task-ref.js';
 import type { DelayStats } from './delay-stats.js';
 import type {
@@ -243,13 +243,13 @@ export class DelayService {
    * without a query, for gauges and readiness probes.
    */
   stats(): DelayStats {
-    const { executor, wheel, backlog, lease, planner, ctx } = this.runtime;
+    const { dispatcher, wheel, backlog, lease, planner, ctx } = this.runtime;
     const nowMs = ctx.clock.now();
     const expiresAt = lease.expiresAt;
     return {
-      ...executor.stats.snapshot(),
+      ...dispatcher.stats.snapshot(),
       held: wheel.size,
-      queued: executor.queuedCount,
+      queued: dispatcher.queuedCount,
       drainingBacklog: backlog.busy,
       instanceId: ctx.options.instanceId,
       running: this.runtime.running,

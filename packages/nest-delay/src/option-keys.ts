@@ -4,7 +4,7 @@ import type {
   HandlerOptions,
   RetentionPolicy,
   RetryPolicy,
-} from './delay.options.js';
+} from './delay-options.types.js';
 import { UnknownOptionError } from './errors/unknown-option.error.js';
 import type { DelayObserver } from './observer/delay-observer.js';
 

@@ -1,6 +1,5 @@
 import type { EntityManager } from 'typeorm';
 import type { Duration } from './duration.js';
-import type { Occurrence } from './schedules/schedule.types.js';
 
 /** JSON as Postgres' jsonb stores it. */
 export type JsonValue =
@@ -84,4 +83,13 @@ export interface TaskContext<P = JsonValue> {
   instanceId: string;
   /** For an occurrence of a recurring schedule: which, when it was due by its rule, and the one before. */
   occurrence?: Occurrence;
+}
+
+/** What a handler of a recurring task gets in `context.occurrence`. */
+export interface Occurrence {
+  schedule: string;
+  /** The instant this occurrence was due, by its rule (not when it ran, nor a retry's time). */
+  scheduledAt: Date;
+  /** The occurrence before it by the rule, whether that one ran or was missed; null for the first. */
+  previousAt: Date | null;
 }

@@ -10,9 +10,9 @@ import {
   listTasks,
   TASK_STATES,
   type InstanceRow,
-} from '../store/admin-statements.js';
-import { findTasks } from '../store/task-statements.js';
-import { toTask } from '../store/task-row.js';
+} from './admin-statements.js';
+import { findTasks } from '../tasks/task-statements.js';
+import { toTask } from '../tasks/task-row.js';
 import type { DelayedTask, TaskRef } from '../task.types.js';
 import type {
   InstanceInfo,

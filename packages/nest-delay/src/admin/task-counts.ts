@@ -1,5 +1,5 @@
 import type { Clock } from '../clock/index.js';
-import { countTasks, TASK_STATES } from '../store/admin-statements.js';
+import { countTasks, TASK_STATES } from './admin-statements.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskState } from '../task.types.js';
 

@@ -1,5 +1,5 @@
 import { DelayValidationError } from '../errors/delay-validation.error.js';
-import type { TaskPosition } from '../store/admin-statements.js';
+import type { TaskPosition } from './admin-statements.js';
 import { checkTaskId } from '../task-ref.js';
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,100}$/;

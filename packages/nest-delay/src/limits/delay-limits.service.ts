@@ -8,7 +8,7 @@ import {
   readTypeLimits,
   setPaused,
   writeOverride,
-} from '../store/limit-statements.js';
+} from './limit-statements.js';
 import { LimitBook } from './limit-book.js';
 import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from './task-limit.js';
 
@@ -164,7 +164,7 @@ export class DelayLimits {
   }
 
   private get gate() {
-    return this.runtime.executor.gate;
+    return this.runtime.dispatcher.gate;
   }
 
   private now(): number {

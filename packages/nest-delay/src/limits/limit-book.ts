@@ -1,4 +1,4 @@
-import type { TypeLimitRow } from '../store/limit-statements.js';
+import type { TypeLimitRow } from './limit-statements.js';
 import { isLimited, NO_LIMIT, type ResolvedLimit } from './task-limit.js';
 
 /** One type's limits as this instance last knew them. */

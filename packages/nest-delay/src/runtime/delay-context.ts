@@ -5,7 +5,7 @@ import type { AfterCommit } from '../observer/after-commit.js';
 import type { ObserverCalls } from '../observer/observer-calls.js';
 import type { Database } from '../store/sql.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
-import type { WindowPolicy } from './window-policy.js';
+import type { WindowPolicy } from '../tasks/window-policy.js';
 
 /** What every lifecycle service of the runtime shares, instead of long constructor lists. */
 export interface DelayContext {

@@ -13,20 +13,20 @@ import { DELAY_DATA_SOURCE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens
 import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
-import { databaseNowMs } from '../store/lease-statements.js';
+import { databaseNowMs } from '../lease/lease-statements.js';
 import { Database } from '../store/sql.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
-import { BacklogDrainer } from './backlog-drainer.js';
+import { BacklogDrainer } from '../lease/backlog-drainer.js';
 import type { DelayContext } from './delay-context.js';
-import { Executor } from './executor.js';
-import { InstanceLease } from './instance-lease.js';
-import { Pruner } from './pruner.js';
-import { SchedulePlanner } from './schedule-planner.js';
+import { Dispatcher } from '../claim/dispatcher.js';
+import { InstanceLease } from '../lease/instance-lease.js';
+import { Pruner } from '../retention/pruner.js';
+import { SchedulePlanner } from '../schedules/schedule-planner.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
-import { TaskWheel } from './task-wheel.js';
-import { WindowLoader } from './window-loader.js';
-import { WindowPolicy } from './window-policy.js';
-import { clockMessage, sampleDatabaseClock } from './clock-watch.js';
+import { TaskWheel } from '../firing/task-wheel.js';
+import { WindowLoader } from '../lease/window-loader.js';
+import { WindowPolicy } from '../tasks/window-policy.js';
+import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
 import { START_CLOCK_SAMPLES } from './tuning.js';
 
 /**
@@ -37,19 +37,19 @@ import { START_CLOCK_SAMPLES } from './tuning.js';
  * - `backlog`  runs overdue tasks nobody holds, straight from the table
  * - `loader`   leases the tasks due within the window into the wheel
  * - `wheel`    fires each held task at its due time
- * - `executor` claims fired tasks in batches and runs their handlers
+ * - `dispatcher` claims fired tasks in batches and runs their handlers
  * - `pruner`   deletes finished tasks past their retention
  * - `planner`  turns recurring schedules into tasks, a window ahead
  *
  * Each has the same start/stop and shares one context; dependencies point
- * one way (lease → backlog, loader → backlog → executor → wheel), and the
- * wheel hands what it fires to the executor's queue.
+ * one way (lease → backlog, loader → backlog → dispatcher → wheel), and the
+ * wheel hands what it fires to the dispatcher's queue.
  */
 @Injectable()
 export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly ctx: DelayContext;
   readonly wheel: TaskWheel;
-  readonly executor: Executor;
+  readonly dispatcher: Dispatcher;
   readonly backlog: BacklogDrainer;
   readonly loader: WindowLoader;
   readonly lease: InstanceLease;
@@ -77,10 +77,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       afterCommit: new AfterCommit(dataSource),
       tracing: tracing ?? undefined,
     };
-    // The wheel's output is the executor's input; read when a tick fires, after both exist.
-    this.wheel = new TaskWheel(this.ctx, (ids) => this.executor.enqueue(ids));
-    this.executor = new Executor(this.ctx, registry, this.wheel);
-    this.backlog = new BacklogDrainer(this.ctx, this.executor);
+    // The wheel's output is the dispatcher's input; read when a tick fires, after both exist.
+    this.wheel = new TaskWheel(this.ctx, (ids) => this.dispatcher.enqueue(ids));
+    this.dispatcher = new Dispatcher(this.ctx, registry, this.wheel);
+    this.backlog = new BacklogDrainer(this.ctx, this.dispatcher);
     this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog);
     this.lease = new InstanceLease(this.ctx, this.backlog, this.loader);
     this.pruner = new Pruner(this.ctx);
@@ -99,7 +99,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     if (this.ctx.options.observer) this.ctx.afterCommit.attach();
     this.state = 'running';
     await this.lease.start();
-    await this.executor.start();
+    await this.dispatcher.start();
     // Whatever fell due while no instance ran is run straight from the table.
     await this.backlog.start();
     await this.loader.start();
@@ -134,11 +134,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.planner.stop();
     await this.wheel.stop();
     await this.loader.stop();
-    await this.executor.stop();
+    await this.dispatcher.stop();
     await this.backlog.stop();
     // After a cut-off, a hung handler's locks may outlive its connection for
     // a moment and the release would wait on them: let the lease expire instead.
-    if (keepLease || this.executor.cutOffAtStop) this.lease.keepLeaseAtStop();
+    if (keepLease || this.dispatcher.cutOffAtStop) this.lease.keepLeaseAtStop();
     await this.lease.stop();
     this.ctx.afterCommit.detach();
     this.state = 'stopped';
@@ -162,12 +162,12 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
         !this.loader.busy &&
         !this.backlog.busy &&
         !this.planner.busy &&
-        this.executor.idle
+        this.dispatcher.idle
       )
         return;
       if (Date.now() > deadline) {
         throw new Error(
-          `DelayModule did not settle within ${timeoutMs} ms (${this.executor.queuedCount} queued)`,
+          `DelayModule did not settle within ${timeoutMs} ms (${this.dispatcher.queuedCount} queued)`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, 1));

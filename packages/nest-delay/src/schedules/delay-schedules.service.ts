@@ -10,7 +10,7 @@ import {
   resumeSchedule,
   upsertSchedule,
   type ScheduleListRow,
-} from '../store/recurring-statements.js';
+} from './recurring-statements.js';
 import { resolveSchedule } from './schedule-spec.js';
 import type { ScheduleDefinition, ScheduleInfo } from './schedule.types.js';
 

@@ -1,6 +1,7 @@
 import type { HandlerOptions } from '../delay.options.js';
 import type { Duration } from '../duration.js';
 import type { JsonValue, TaskId } from '../task.types.js';
+export type { Occurrence } from '../task.types.js';
 import type { CatchUp } from './occurrence-plan.js';
 
 export type { CatchUp } from './occurrence-plan.js';
@@ -75,11 +76,3 @@ export interface ScheduleInfo {
   } | null;
 }
 
-/** What a handler of a recurring task gets in `context.occurrence`. */
-export interface Occurrence {
-  schedule: string;
-  /** The instant this occurrence was due, by its rule (not when it ran, nor a retry's time). */
-  scheduledAt: Date;
-  /** The occurrence before it by the rule, whether that one ran or was missed; null for the first. */
-  previousAt: Date | null;
-}

@@ -5,10 +5,10 @@ import { DelayService } from '../delay.service.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
-import type { ExecutionCounts, TypeCounts } from '../runtime/execution-stats.js';
-import { findTasks, type TaskFilter } from '../store/task-statements.js';
-import { nextScheduleEvent } from '../store/recurring-statements.js';
-import { toTask } from '../store/task-row.js';
+import type { ExecutionCounts, TypeCounts } from '../claim/execution-stats.js';
+import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
+import { nextScheduleEvent } from '../schedules/recurring-statements.js';
+import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
 import { ManualClock } from './manual-clock.js';
@@ -85,7 +85,7 @@ export class DelayTester {
   /** Moves time to `at` (never backwards) and runs everything due by then, as `advance` does. */
   async advanceTo(at: Date | number): Promise<RunReport> {
     const target = typeof at === 'number' ? at : at.getTime();
-    const before = this.runtime.executor.stats.snapshot();
+    const before = this.runtime.dispatcher.stats.snapshot();
     const { windowMs } = this.runtime.ctx.options;
     const { pool } = this.runtime.ctx.db;
     // Stop at each moment something happens to a schedule (an occurrence
@@ -102,14 +102,14 @@ export class DelayTester {
     }
     this.clock.set(target);
     await this.runtime.settle();
-    return difference(this.runtime.executor.stats.snapshot(), before);
+    return difference(this.runtime.dispatcher.stats.snapshot(), before);
   }
 
   /** Runs everything due by now (and whatever falls due while it runs); reports what ran. */
   async runDue(): Promise<RunReport> {
-    const before = this.runtime.executor.stats.snapshot();
+    const before = this.runtime.dispatcher.stats.snapshot();
     await this.runtime.settle();
-    return difference(this.runtime.executor.stats.snapshot(), before);
+    return difference(this.runtime.dispatcher.stats.snapshot(), before);
   }
 
   /** Pending tasks matching `filter`, in due order (at most 1,000). */

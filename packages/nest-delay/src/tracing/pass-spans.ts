@@ -1,8 +1,8 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { Context, Span, Tracer } from '@opentelemetry/api';
-import type { ClaimRow } from '../store/claim-statements.js';
+import type { ClaimRow } from '../claim/claim-statements.js';
 import type { TaskId } from '../task.types.js';
-import type { Fate } from '../transitions/task-transitions.js';
+import type { Fate } from '../tasks/task-transitions.js';
 import { parseTraceParent, type TraceCarrier } from './trace-carrier.js';
 
 /**
@@ -99,7 +99,7 @@ export class PassSpans {
     run.recorded = true;
   }
 
-  /** The handler outlived its timeout and grace: the executor charges it (retry, or dead). */
+  /** The handler outlived its timeout and grace: the dispatcher charges it (retry, or dead). */
   cutOff(id: TaskId, outcome: 'retry' | 'dead', message: string): void {
     const run = this.runs.get(id);
     if (!run) return;

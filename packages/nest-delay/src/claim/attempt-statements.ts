@@ -1,0 +1,176 @@
+import type { TaskId } from '../task.types.js';
+import { PENDING_BY_ID, pendingIn } from '../tasks/pending.js';
+import type { ClaimConnection, Sql } from '../store/sql.js';
+import type { TaskRow } from '../tasks/task-row.js';
+
+/**
+ * Advisory lock keys of attempts: a class of their own (the two-int form,
+ * so it cannot meet a user's single-bigint keys), the attempt id within it.
+ */
+export const ATTEMPT_LOCK_CLASS = 0x6e64_6174; // 'ndat'
+export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int`;
+
+/**
+ * Notes, in a commit of its own, that this claim is about to run `ids`, and
+ * takes a session-level advisory lock on the note: the lock lives exactly as
+ * long as this connection's session, so while the session keeps it the claim is alive,
+ * and once the session is gone (the process died, or the claim was cut off)
+ * the note is a dead attempt that the next claim of each task charges (see
+ * takeDeadNotes). The claim deletes the note in its transaction and drops
+ * the lock only once that has committed (unlockNoteOnceGone). Returns the
+ * note's id. (Claims send it with their BEGIN, in recordAttemptAndBegin; this
+ * form is for a note on its own.)
+ */
+export async function recordAttempt(
+  sql: Sql,
+  instanceId: string,
+  ids: TaskId[],
+  now: Date,
+): Promise<string> {
+  const [row] = await sql.rows<{ id: string }>(noteStatement('$1', '$2::bigint[]', '$3'), [
+    instanceId,
+    ids,
+    now,
+  ]);
+  return row.id;
+}
+
+/**
+ * recordAttempt and the claim's BEGIN in one round trip: the note commits in
+ * a transaction of its own (BEGIN … COMMIT: a statement before a BEGIN in the
+ * same message would join its transaction instead), then the claim's
+ * transaction begins. A script takes no parameters, so the values are
+ * quoted into it: the instance id by pg's own quoting, ids checked as digits,
+ * the time as an ISO literal.
+ */
+export async function recordAttemptAndBegin(
+  connection: ClaimConnection,
+  instanceId: string,
+  ids: TaskId[],
+  now: Date,
+  backstopMs: number,
+): Promise<string> {
+  for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not a task id: ${id}`);
+  const note = noteStatement(
+    connection.literal(instanceId),
+    `'{${ids.join(',')}}'::bigint[]`,
+    `'${now.toISOString()}'::timestamptz`,
+  );
+  const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs);
+  return (results[1][0] as { id: string }).id;
+}
+
+/**
+ * Sent right after the claim's COMMIT, in the same round trip: drops the
+ * note's session lock once the note is gone, that is once the claim that
+ * deleted it committed. Never inside the claim transaction: an advisory
+ * unlock is not undone by ROLLBACK, and a note left unlocked between a
+ * rolled-back pass and its rerun would look dead to another instance, which
+ * would charge a healthy task an attempt. `noteId` is a note id (digits).
+ */
+export function unlockNoteOnceGone(noteId: string): string {
+  if (!/^[0-9]+$/.test(noteId)) throw new Error(`not a note id: ${noteId}`);
+  return `SELECT pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey(noteId)})
+     WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
+}
+
+/** The note's one statement, given its three values as SQL. */
+function noteStatement(instanceId: string, ids: string, now: string): string {
+  // Committed without waiting for the WAL flush: the note matters only if the
+  // app dies while Postgres lives on (and flushes it within milliseconds); if
+  // Postgres itself crashes, the claims die with it and nothing is to charge.
+  return `WITH async AS (
+       SELECT set_config('synchronous_commit', 'off', true)
+     ), noted AS (
+       INSERT INTO delay_attempt (instance_id, task_ids, started_at, recorded_at)
+       SELECT ${instanceId}, ${ids}, ${now}, now() FROM async
+       RETURNING id
+     )
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}) FROM noted`;
+}
+
+/**
+ * Forgets the notes of claims that ended without their tasks being at fault
+ * (failed as a whole, or stopped by a shutdown). Never waits: a note that a
+ * transaction still holds is skipped; returns the ids it deleted.
+ */
+export async function forgetAttempts(sql: Sql, attemptIds: string[]): Promise<string[]> {
+  const rows = await sql.rows<{ id: string }>(
+    `DELETE FROM delay_attempt WHERE id IN (
+       SELECT id FROM delay_attempt WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED
+     ) RETURNING id`,
+    [attemptIds],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
+ * Deletes attempt rows that can no longer charge anything: none of their
+ * tasks is still pending (each was claimed since, and charged then, or was
+ * cancelled), or Postgres restarted since (its claims died with it, not of
+ * their tasks). Old rows only. Reads tasks without locking them.
+ */
+export async function forgetSettledAttempts(sql: Sql, olderThan: Date): Promise<void> {
+  await sql.rows(
+    `DELETE FROM delay_attempt a
+     WHERE a.started_at < $1
+       AND (NOT EXISTS (SELECT 1 FROM delayed_task t WHERE t.id = ANY(a.task_ids) AND ${pendingIn('t')})
+            OR a.recorded_at < pg_postmaster_start_time())`,
+    [olderThan],
+  );
+}
+
+/** A task with the cut-off attempts that dead notes hold against it. */
+export interface DeadNoteCount {
+  /** The task as it is now (locked by this transaction), not counting them. */
+  row: TaskRow;
+  /** Dead notes listing it: attempts that never committed. */
+  times: number;
+  /** The instance of one of them, for the task's last error. */
+  instanceId: string;
+}
+
+/**
+ * Finds the dead notes listing `ids` (tasks this transaction can lock), and
+ * takes the ids out of them, so that each dead note charges each of its
+ * tasks once. A note is dead when no session holds its lock (a live claim's
+ * does, until it commits); one recorded before Postgres last started died
+ * with Postgres, not of its tasks, and is left to the sweep. The transaction
+ * lock taken on each also keeps two claims from charging one note at once.
+ * Run in the claim transaction of a task that runs alone, before its claim:
+ * if that claim never commits either, the notes are back, with one more.
+ */
+export async function takeDeadNotes(
+  sql: Sql,
+  ids: TaskId[],
+  ownNoteId: string,
+): Promise<DeadNoteCount[]> {
+  const rows = await sql.rows<TaskRow & { times: number; instance: string }>(
+    `WITH task AS (
+       SELECT id FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}
+       FOR UPDATE SKIP LOCKED
+     ), listing AS MATERIALIZED (
+       SELECT a.id FROM delay_attempt a
+       WHERE a.id <> $2 AND a.task_ids && ARRAY(SELECT id FROM task)
+         AND a.recorded_at >= pg_postmaster_start_time()
+     ), dead AS (
+       SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a JOIN listing USING (id)
+       WHERE pg_try_advisory_xact_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('a.id')})
+       ORDER BY a.id
+       FOR UPDATE OF a SKIP LOCKED
+     ), trimmed AS (
+       UPDATE delay_attempt a
+       SET task_ids = ARRAY(SELECT x FROM unnest(a.task_ids) AS x WHERE x NOT IN (SELECT id FROM task))
+       FROM dead WHERE a.id = dead.id
+     ), counted AS (
+       SELECT task_id, count(DISTINCT dead.id)::int AS times, max(dead.instance_id) AS instance
+       FROM dead, unnest(dead.task_ids) AS task_id
+       WHERE task_id IN (SELECT id FROM task)
+       GROUP BY task_id
+     )
+     SELECT t.*, counted.times, counted.instance
+     FROM counted JOIN delayed_task t ON t.id = counted.task_id`,
+    [ids, ownNoteId],
+  );
+  return rows.map(({ times, instance, ...row }) => ({ row, times, instanceId: instance }));
+}

@@ -1,0 +1,442 @@
+import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
+import { AfterCommit } from '../observer/after-commit.js';
+import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
+import {
+  claimTasks,
+  type ClaimGating,
+  type ClaimRow,
+  type GatedRow,
+} from './claim-statements.js';
+import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
+import type { Occurrence } from '../schedules/schedule.types.js';
+import type { ClaimConnection } from '../store/sql.js';
+import { toTask, type TaskRow } from '../tasks/task-row.js';
+import { writeCharge, writeFate } from '../tasks/transition-statements.js';
+import { TaskOutcome } from '../task-outcome.js';
+import type { PassSpans } from '../tracing/pass-spans.js';
+import { compareIds } from '../task-ref.js';
+import type { TaskId } from '../task.types.js';
+import {
+  charge,
+  complete,
+  discard,
+  fail,
+  hasAttemptsLeft,
+  noteChargeReason,
+  skip,
+  snooze,
+  type Fate,
+  type TransitionRules,
+} from '../tasks/task-transitions.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import { HandlerCutOff, withDeadline } from './handler-deadline.js';
+import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
+
+export interface BatchResult {
+  claimedIds: Set<TaskId>;
+  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
+  gated: GatedRow[];
+  /** A gate's claim found its line's slots held elsewhere, or its type paused. */
+  held: 'busy' | 'paused' | null;
+  /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
+  deferred: TaskId[];
+  /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
+  fates: Fate[];
+  /** The optimistic pass failed and the batch ran again, fenced task by task. */
+  rerun: boolean;
+}
+
+/** One claim's parameters beyond its ids. */
+export interface ClaimPlan {
+  nowMs: number;
+  /** Its attempt note, committed before the claim began; the claim deletes it. */
+  noteId: string;
+  /** A claim of one task that may only run alone: the only kind that charges dead notes. */
+  alone: boolean;
+  /** Limited types: handed to the gate, or (a gate's claim) claimed with a slot of its line. */
+  gating: ClaimGating;
+  /** Run fenced from the start (a savepoint a task), never optimistically then again. */
+  fenced?: boolean;
+  /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
+  onStart?: (row: ClaimRow) => void;
+}
+
+/** The optimistic pass failed: rerun fenced, with the fates its failures already decided. */
+class Redo {
+  constructor(readonly failures: Map<TaskId, Fate>) {}
+}
+const SAVEPOINT = 'delayed_task';
+
+/**
+ * One claim transaction, which the dispatcher has begun (with its attempt
+ * note): claims the due tasks among `ids`, runs their handlers with the
+ * transaction's EntityManager, writes each one's fate, and commits claims,
+ * effects and fates together. This class handles the transaction and its
+ * savepoints; what each task comes to is decided in task-transitions.ts.
+ *
+ * It first runs the batch optimistically, with no savepoints (one round trip
+ * per task, as a cron job's batch would). If any handler fails, everything is
+ * rolled back and the batch runs again with a savepoint per task, so that the
+ * failing task is undone alone and the others commit. Database effects stay
+ * exactly-once either way; a handler's effects outside the database may run
+ * twice, which their at-least-once contract already allows.
+ */
+export class ClaimBatch {
+  private readonly rules: TransitionRules;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly registry: HandlerRegistry,
+  ) {
+    this.rules = { policy: ctx.policy, backoffOf: (type) => registry.backoffOf(type) };
+  }
+
+  /** Postgres-side limits of a claim transaction (see BACKSTOP_MARGIN_MS). */
+  get backstopMs(): number {
+    return this.registry.longestTimeoutMs() + CUT_OFF_GRACE_MS + BACKSTOP_MARGIN_MS;
+  }
+
+  async run(connection: ClaimConnection, ids: TaskId[], plan: ClaimPlan): Promise<BatchResult> {
+    // Optimistic even for one task: a success, the common case, then pays no
+    // savepoint round trips, which a task fired alone at its due time would
+    // feel as lateness; a failure costs one rollback, never a second run.
+    // The handlers' spans, when an OpenTelemetry SDK records them (see PassSpans).
+    const spans = this.ctx.tracing?.pass();
+    if (plan.fenced) {
+      const result = await this.pass(connection, ids, plan, new Map(), spans);
+      if (!(result instanceof Redo)) return result;
+      spans?.rolledBack();
+      throw new Error('the claim could not commit (a statement left its transaction aborted)');
+    }
+    const first = await this.pass(connection, ids, plan, undefined, spans);
+    if (!(first instanceof Redo)) return first;
+    // The runs it undid end as rolled back; the failures it knows keep their spans.
+    spans?.rolledBack(first.failures.keys());
+    // The note is still there and still locked: the rollback restored it,
+    // and its lock is dropped only after a commit (unlockNoteOnceGone).
+    await connection.restart(this.backstopMs);
+    const result = await this.pass(connection, ids, plan, first.failures, spans);
+    if (result instanceof Redo) {
+      spans?.rolledBack();
+      throw new Error('a fenced batch cannot be redone');
+    }
+    return { ...result, rerun: true };
+  }
+
+  /** `known` undefined: the optimistic pass; else fenced, with the failures the optimistic pass saw. */
+  private async pass(
+    connection: ClaimConnection,
+    ids: TaskId[],
+    plan: ClaimPlan,
+    known: Map<TaskId, Fate> | undefined,
+    spans: PassSpans | undefined,
+  ): Promise<BatchResult | Redo> {
+    const { sql } = connection;
+    try {
+      const exhausted = plan.alone ? await this.chargeDeadNotes(connection, ids, plan) : [];
+      const { claimed, deferred, gated, held } = await claimTasks(
+        sql,
+        ids,
+        new Date(plan.nowMs),
+        plan.noteId,
+        plan.alone,
+        gatingOf(plan.gating, known),
+      );
+      claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
+      const fates = known
+        ? await this.runFenced(connection, claimed, plan, known, spans)
+        : await this.runOptimistic(connection, claimed, plan, spans);
+      if (fates instanceof Redo) return fates;
+      // A handler may have swallowed a database error: then COMMIT rolls
+      // everything back instead, and the batch runs again fenced.
+      // A task claimed alone: its COMMIT shows under its span too.
+      const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
+      if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
+      spans?.committed([...exhausted, ...fates]);
+      for (const fate of [...exhausted, ...fates]) this.log(fate);
+      return {
+        claimedIds: new Set(claimed.map((row) => row.id)),
+        deferred,
+        gated,
+        held,
+        fates: [...exhausted, ...fates],
+        rerun: false,
+      };
+    } catch (error) {
+      // The connection is closed, never rolled back and reused: its session
+      // ends with the claim, and the note's session lock with it. A ROLLBACK
+      // would end the transaction first, and a pooler in transaction mode
+      // would take the server session back, lock and all (issue 19).
+      connection.cutOff();
+      // Charged by the dispatcher: retried, or dead-lettered when it was the last attempt.
+      if (error instanceof HandlerCutOff)
+        spans?.cutOff(error.row.id, hasAttemptsLeft(error.row) ? 'retry' : 'dead', error.message);
+      spans?.rolledBack();
+      throw error;
+    }
+  }
+
+  /**
+   * Charges a task that runs alone with the attempts its dead notes hold
+   * against it, before its claim; returns those that ran out of attempts
+   * (dead-lettered now, so the claim passes them by).
+   */
+  private async chargeDeadNotes(
+    connection: ClaimConnection,
+    ids: TaskId[],
+    plan: ClaimPlan,
+  ): Promise<Fate[]> {
+    const exhausted: Fate[] = [];
+    const now = new Date(plan.nowMs);
+    for (const { row, times, instanceId } of await takeDeadNotes(
+      connection.sql,
+      ids,
+      plan.noteId,
+    )) {
+      const reason = noteChargeReason(row.attempts + times, instanceId);
+      const change = charge(row, times, reason, row.due_at.getTime(), plan.nowMs, this.ctx.policy);
+      await writeCharge(connection.sql, change, now, null);
+      if (change.transition === 'exhaust') exhausted.push(change);
+    }
+    return exhausted;
+  }
+
+  private async runOptimistic(
+    connection: ClaimConnection,
+    claimed: ClaimRow[],
+    plan: ClaimPlan,
+    spans: PassSpans | undefined,
+  ): Promise<Fate[] | Redo> {
+    const fates: Fate[] = [];
+    const { nowMs } = plan;
+    const now = new Date(nowMs);
+    for (const row of claimed) {
+      let fate = await this.attempt(connection, row, plan, spans);
+      if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
+      try {
+        await within(spans, row.id, () => writeFate(connection.sql, fate, now));
+      } catch (error) {
+        // Its fate could not be written: it left the transaction aborted.
+        fate = fail(row, leftAborted(error), nowMs, this.rules);
+        return new Redo(new Map([[row.id, fate]]));
+      }
+      fates.push(fate);
+    }
+    return fates;
+  }
+
+  private async runFenced(
+    connection: ClaimConnection,
+    claimed: ClaimRow[],
+    plan: ClaimPlan,
+    known: Map<TaskId, Fate>,
+    spans: PassSpans | undefined,
+  ): Promise<Fate[]> {
+    const fates: Fate[] = [];
+    const { nowMs } = plan;
+    for (const [index, row] of claimed.entries()) {
+      // One round trip per fence: the previous task's savepoint is released
+      // and this one's taken in one simple-protocol query.
+      if (index === 0) await this.fence(connection, fates, nowMs, `SAVEPOINT ${SAVEPOINT}`);
+      else
+        await this.fence(
+          connection,
+          fates,
+          nowMs,
+          `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
+        );
+      // A task that already failed this attempt is not run a second time in it.
+      const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
+      if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
+      fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
+    }
+    // A separate release for the last task: COMMIT on a transaction that a
+    // handler left aborted would quietly roll back the whole batch.
+    if (claimed.length > 0)
+      await this.fence(connection, fates, nowMs, `RELEASE SAVEPOINT ${SAVEPOINT}`);
+    return fates;
+  }
+
+  /**
+   * Runs `statement`, which closes the previous task's savepoint (if any) and
+   * opens the next. If that fails, the previous handler returned normally but
+   * left the transaction aborted (it swallowed a database error): its writes
+   * are undone and it fails, so the other tasks still commit.
+   */
+  private async fence(
+    connection: ClaimConnection,
+    fates: Fate[],
+    nowMs: number,
+    statement: string,
+  ): Promise<void> {
+    try {
+      await connection.sql.rows(statement, []);
+    } catch (error) {
+      const previous = fates[fates.length - 1];
+      if (!previous) throw error;
+      await this.rollbackToSavepoint(connection);
+      const failed = fail(previous.row, leftAborted(error), nowMs, this.rules);
+      fates[fates.length - 1] = await this.write(connection, failed, nowMs);
+      await connection.sql.rows(statement, []);
+    }
+    AfterCommit.savepoint(connection.runner);
+  }
+
+  /** Writes a fate inside the task's savepoint; if the handler left it aborted, undoes it and fails it. */
+  private async write(connection: ClaimConnection, fate: Fate, nowMs: number): Promise<Fate> {
+    const now = new Date(nowMs);
+    try {
+      await writeFate(connection.sql, fate, now);
+      return fate;
+    } catch (error) {
+      await this.rollbackToSavepoint(connection);
+      const failed = fail(fate.row, leftAborted(error), nowMs, this.rules);
+      await writeFate(connection.sql, failed, now);
+      return failed;
+    }
+  }
+
+  /**
+   * Runs one claimed task's handler under its timeout and decides its fate:
+   * complete, or what its TaskOutcome asks, or a failure (retry or exhaust).
+   * Throws HandlerCutOff when the handler outlived its timeout and grace.
+   */
+  private async attempt(
+    connection: ClaimConnection,
+    row: ClaimRow,
+    plan: ClaimPlan,
+    spans: PassSpans | undefined,
+  ): Promise<Fate> {
+    const { nowMs, onStart } = plan;
+    spans?.open(row, nowMs);
+    const handler = this.registry.get(row.type);
+    if (!handler) return discard(row, noHandlerAtRun(row.type));
+    const occurrence = occurrenceOf(row);
+    // Only a schedule that skips overlaps asks (one round trip it spares the others).
+    if (
+      occurrence &&
+      row.overlap === 'skip' &&
+      (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
+    )
+      return skip(
+        row,
+        'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
+      );
+    const { manager } = connection.runner;
+    const { instanceId } = this.ctx.options;
+    let returned: unknown;
+    try {
+      returned = await withDeadline(
+        (controller) => {
+          // In the task's scope: whatever the handler logs names the task.
+          const running = runInTaskScope(scopeOf(row), () =>
+            call(spans, row.id, () =>
+              handler.fn(row.payload, {
+                task: toTask(row),
+                manager,
+                attempt: row.attempts,
+                instanceId,
+                occurrence,
+                // Built when read (see withDeadline): most handlers never look.
+                get signal() {
+                  return controller.signal;
+                },
+              }),
+            ),
+          );
+          // Its first statement has run: it has started, whatever it does next.
+          onStart?.(row);
+          return running;
+        },
+        handler.timeoutMs,
+        Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
+        () => new HandlerCutOff(row, handler.timeoutMs),
+      );
+    } catch (error) {
+      spans?.failed(row.id, error);
+      if (error instanceof HandlerCutOff) throw error;
+      return fail(row, errorText(error), nowMs, this.rules);
+    }
+    if (!(returned instanceof TaskOutcome)) return complete(row);
+    if (returned.kind === 'discard') return discard(row, returned.reason ?? 'discarded');
+    return snooze(row, returned.snoozeMs, nowMs, this.ctx.policy);
+  }
+
+  /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */
+  private async rollbackToSavepoint(connection: ClaimConnection): Promise<void> {
+    await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+    AfterCommit.rolledBackToSavepoint(connection.runner);
+  }
+
+  /** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
+  private log(fate: Fate): void {
+    const { row } = fate;
+    const name = `Task ${row.id} (${row.type})`;
+    let line: [level: 'warn' | 'error', message: string] | undefined;
+    if (fate.transition === 'retry')
+      line = [
+        'warn',
+        `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`,
+      ];
+    else if (fate.transition === 'exhaust')
+      line = ['error', `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`];
+    else if (fate.transition === 'discard')
+      line = ['error', `${name} dead-lettered at once: ${fate.reason}`];
+    if (line) {
+      const [level, message] = line;
+      runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
+    }
+  }
+}
+
+/**
+ * The gating of one pass. A gate's fenced pass only writes the fates its
+ * optimistic pass decided (one task, known): it claims without a slot, as it
+ * starts no handler, and must not be kept from writing a failure by a slot
+ * someone took meanwhile.
+ */
+function gatingOf(gating: ClaimGating, known: Map<TaskId, Fate> | undefined): ClaimGating {
+  if (!gating.line || !known || known.size === 0) return gating;
+  return { line: { ...gating.line, concurrency: null }, unslotted: true };
+}
+
+/** A failed attempt's writes are undone before its fate is written. */
+const undoes = (fate: Fate) => fate.transition === 'retry' || fate.transition === 'exhaust';
+
+function leftAborted(error: unknown): string {
+  return errorText(
+    new Error(`handler returned but left its transaction aborted (${errorText(error)})`),
+  );
+}
+
+/**
+ * A handler's result as a promise: one that throws before its first await
+ * rejects it. With spans, it runs under its task's: what it does nests there.
+ */
+function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(spans ? spans.within(id, fn) : fn());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** `fn` under the task's span, when there are spans. */
+function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
+  return spans ? spans.within(id, fn) : fn();
+}
+
+function occurrenceOf(row: ClaimRow): Occurrence | undefined {
+  if (row.schedule_name === null || row.occurrence_at === null) return undefined;
+  return {
+    schedule: row.schedule_name,
+    scheduledAt: row.occurrence_at,
+    previousAt: row.previous_occurrence_at,
+  };
+}
+
+function scopeOf(row: TaskRow): CurrentTask {
+  return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
+}

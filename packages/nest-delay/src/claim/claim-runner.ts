@@ -1,0 +1,249 @@
+import { DatabaseClock } from '../clock/index.js';
+import { errorText } from '../delay.messages.js';
+import { retryDelayMs } from '../delay.options.js';
+import type { TaskWheel } from '../firing/task-wheel.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import type { GateClaim, LimitGate } from '../limits/limit-gate.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import { FAILED_CLAIM_RETRY_MIN_MS } from '../runtime/tuning.js';
+import { claimConnection, type ClaimConnection } from '../store/sql.js';
+import type { TaskId } from '../task.types.js';
+import { charge, type Fate } from '../tasks/task-transitions.js';
+import { writeCharge } from '../tasks/transition-statements.js';
+import { recordAttemptAndBegin } from './attempt-statements.js';
+import { ClaimBatch, type BatchResult } from './claim-batch.js';
+import { findPendingByIds } from './claim-statements.js';
+import { ExecutionStats } from './execution-stats.js';
+import { HandlerCutOff } from './handler-deadline.js';
+import { NoteKeeper } from './note-keeper.js';
+import { reportBatch, reportFate } from './outcome-events.js';
+
+/** What a claim hands back to the dispatcher that launched it. */
+export interface ClaimHost {
+  readonly stopped: boolean;
+  /** Ids to queue again for a claim. */
+  enqueue(ids: TaskId[]): void;
+  /** A task that may only run alone: it gets a claim of its own. */
+  queueAlone(id: TaskId): void;
+  /** The claim of these ids is over: they may be queued again. */
+  claimEnded(ids: TaskId[]): void;
+}
+
+/** A gate's claim: its line, and what to do once each handler started. */
+export interface LineClaim {
+  gated: GateClaim;
+  /** The rate credits taken for it, in the order its handlers start. */
+  credits?: number[];
+  onStart?: () => void;
+}
+
+/**
+ * One claim's life, on a connection of its own: its attempt note committed
+ * with its BEGIN (recordAttemptAndBegin), the batch (ClaimBatch), and what
+ * follows it: the wheel follows each fate, the observer hears of them, fired
+ * ids the claim passed by are looked at again (recheck), and a handler cut
+ * off past its timeout is charged (chargeCutOff).
+ */
+export class ClaimRunner {
+  readonly notes = new NoteKeeper();
+  readonly stats = new ExecutionStats();
+  private readonly batch: ClaimBatch;
+  /** Fired ids a claim passed by once and that were put straight back (see recheck). */
+  private readonly passedOnce = new Set<TaskId>();
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly registry: HandlerRegistry,
+    private readonly wheel: TaskWheel,
+    private readonly gate: LimitGate,
+    private readonly host: ClaimHost,
+  ) {
+    this.batch = new ClaimBatch(ctx, registry);
+  }
+
+  /** The time limits are kept in: the database's (null) unless the module runs on a clock of a test's. */
+  limitNowMs(): number | null {
+    return this.ctx.clock instanceof DatabaseClock ? null : this.ctx.clock.now();
+  }
+
+  /** One claim transaction and what follows it; 'cut-off' when a handler outlived its timeout. */
+  async run(
+    ids: TaskId[],
+    alone: boolean,
+    line?: LineClaim,
+  ): Promise<BatchResult | 'cut-off' | undefined> {
+    const { ctx, host } = this;
+    const gated = line?.gated;
+    let connection: ClaimConnection | undefined;
+    let noteId: string | undefined;
+    let result: BatchResult;
+    let nowMs: number;
+    let startedAt: number;
+    try {
+      connection = await claimConnection(ctx.db);
+      startedAt = performance.now();
+      // A stop that came while this waited for a connection has already cut off the others.
+      if (host.stopped) return undefined;
+      this.notes.lent(connection);
+      nowMs = ctx.clock.now();
+      await this.notes.forgetEarlier(connection.sql);
+      // Committed before the claim begins (in the same round trip as its
+      // BEGIN): survives the claim if it never commits.
+      noteId = await recordAttemptAndBegin(
+        connection,
+        ctx.options.instanceId,
+        ids,
+        new Date(nowMs),
+        this.batch.backstopMs,
+      );
+      this.notes.noted(connection, noteId);
+      result = await this.batch.run(connection, ids, {
+        nowMs,
+        noteId,
+        alone,
+        gating: gated
+          ? {
+              line: {
+                type: gated.line.type,
+                key: gated.line.key,
+                concurrency: gated.declared.concurrency,
+                credits: line?.credits && { credits: line.credits, holder: ctx.options.instanceId },
+              },
+            }
+          : { declared: this.gate.declaredTypes() },
+        // A gate's tasks run fenced from the start: a failure never starts a handler twice.
+        fenced: gated !== undefined,
+        onStart: line?.onStart,
+      });
+    } catch (error) {
+      if (error instanceof HandlerCutOff && noteId !== undefined && !host.stopped) {
+        await this.chargeCutOff(error, noteId, ids);
+        return 'cut-off';
+      }
+      // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
+      connection?.cutOff();
+      // Failed as a whole (or stopped): no task's fault, so its note goes, once
+      // the closed session has let go of it.
+      if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
+      if (host.stopped) return undefined;
+      ctx.logger.error(
+        `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
+      );
+      // Nothing committed: every id is still pending in the database.
+      this.holdAll(ids, this.retrySoonMs());
+      return undefined;
+    } finally {
+      if (connection) {
+        this.notes.returned(connection);
+        await connection.release();
+      }
+    }
+    this.stats.record(result);
+    // Time a gate's task waited for its limit is not the engine's lateness.
+    const limitWaits = gated
+      ? new Map(gated.items.map((item) => [item.id, Math.max(0, nowMs - item.sinceMs)]))
+      : undefined;
+    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
+    for (const fate of result.fates) this.follow(fate);
+    for (const id of result.claimedIds) this.passedOnce.delete(id);
+    if (result.gated.length > 0) this.gate.add(result.gated);
+    // A gate's deferred and held tasks go back to its line (GateClaims.run).
+    if (!gated) for (const id of result.deferred) host.queueAlone(id);
+    if (result.held) return result;
+    const passed = new Set([...result.deferred, ...result.gated.map((row) => row.id)]);
+    const missing = ids.filter((id) => !result.claimedIds.has(id) && !passed.has(id));
+    if (missing.length > 0) await this.recheck(missing);
+    return result;
+  }
+
+  /** Cuts off the claims in flight at stop (see NoteKeeper.cutOffAll). */
+  cutOffAll(): Promise<void> {
+    return this.notes.cutOffAll(this.ctx.db.pool);
+  }
+
+  /** Claimed again after a tick, never sooner than FAILED_CLAIM_RETRY_MIN_MS. */
+  retrySoonMs(): number {
+    return this.ctx.clock.now() + Math.max(this.ctx.options.tickMs, FAILED_CLAIM_RETRY_MIN_MS);
+  }
+
+  holdAll(ids: TaskId[], dueAtMs: number): void {
+    for (const id of ids) this.wheel.hold(id, dueAtMs);
+  }
+
+  /** The wheel follows a fate: a task pending again is held here if leased here. */
+  private follow(fate: Fate): void {
+    if (fate.transition === 'retry' || fate.transition === 'snooze')
+      this.wheel.followLease(fate.row.id, fate.dueAtMs, fate.lockedBy);
+    else if (fate.transition !== 'complete') this.wheel.release(fate.row.id);
+  }
+
+  /**
+   * A handler ignored its timeout and its claim was cut off: every effect of
+   * the batch rolled back. Its attempt is charged (retried with backoff, or
+   * exhausted); its batch-mates were never at fault and run again now.
+   */
+  private async chargeCutOff(cut: HandlerCutOff, noteId: string, ids: TaskId[]): Promise<void> {
+    const { ctx } = this;
+    const { row } = cut;
+    const nowMs = ctx.clock.now();
+    const retryAtMs = nowMs + retryDelayMs(this.registry.backoffOf(row.type), row.attempts);
+    // The claim that counted this attempt rolled back: charge it on the row as it is.
+    const before = { ...row, attempts: row.attempts - 1 };
+    const change = charge(before, 1, cut.message, retryAtMs, nowMs, ctx.policy);
+    ctx.logger.error(`Task ${row.id} (${row.type}): ${cut.message}`);
+    try {
+      const charged = await writeCharge(ctx.db.pool, change, new Date(nowMs), noteId);
+      if (charged) {
+        const fate: Fate = { ...change, row };
+        this.stats.recordOne(fate);
+        reportFate(ctx.observer, fate, nowMs);
+        this.follow(fate);
+      } else {
+        // The row was not as claimed (a charge in the same claim rolled back
+        // with it): its note stays, dead, and the task's next claim, alone,
+        // charges what the table says. Claimed again soon, not stranded.
+        this.wheel.hold(row.id, this.retrySoonMs());
+      }
+    } catch (error) {
+      // Uncharged, rather than let its note charge the batch-mates below as well.
+      this.notes.forgetLater(noteId);
+      ctx.logger.error(`Charging the cut-off task ${row.id} failed: ${errorText(error)}`);
+    }
+    // Their claim is over: they may be queued again at once.
+    this.host.claimEnded(ids);
+    this.host.enqueue(ids.filter((id) => id !== row.id));
+  }
+
+  /**
+   * Fired ids the claim did not take: executed or cancelled (drop them), not
+   * due yet because they were moved (wait again), or locked by a transaction
+   * elsewhere that may still roll back (look again a tick later).
+   */
+  private async recheck(ids: TaskId[]): Promise<void> {
+    try {
+      const rows = await findPendingByIds(this.ctx.db.pool, ids);
+      const nowMs = this.ctx.clock.now();
+      const pending = new Set(rows.map((row) => row.id));
+      for (const id of ids) if (!pending.has(id)) this.passedOnce.delete(id);
+      for (const row of rows) {
+        if (row.locked_by !== null && !this.ctx.policy.holds(row.locked_by)) continue;
+        // A first pass-by is most often a moment's lock (the loader leasing it
+        // just then): try again at once. A second waits a tick, so a row that
+        // a long transaction holds is not claimed in a tight loop.
+        const again = this.passedOnce.delete(row.id);
+        if (!again) this.passedOnce.add(row.id);
+        const dueAtMs = row.due_at.getTime();
+        this.wheel.hold(
+          row.id,
+          again ? Math.max(dueAtMs, nowMs + this.ctx.options.tickMs) : dueAtMs,
+        );
+      }
+    } catch (error) {
+      // Still leased to this instance, so no loader would take them: look again later.
+      this.holdAll(ids, this.retrySoonMs());
+      this.ctx.logger.error(
+        `Rechecking ${ids.length} unclaimed task(s) failed, trying again shortly: ${errorText(error)}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,186 @@
+import type { TaskWheel } from '../firing/task-wheel.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { GateClaims } from '../limits/gate-claims.js';
+import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
+import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import type { TaskId } from '../task.types.js';
+import { ClaimQueue } from './claim-queue.js';
+import { ClaimRunner, type ClaimHost } from './claim-runner.js';
+import type { ExecutionStats } from './execution-stats.js';
+
+/**
+ * Decides what runs when: ids fired by the wheel (or read by the backlog
+ * drainer) wait in the claim queue in due order, and up to `concurrency`
+ * claim transactions take them a batch at a time (ClaimRunner runs one).
+ * One transaction per batch is what lets a burst go faster than one commit
+ * per task. A task that may only run alone waits for every claim in flight
+ * to end, then runs by itself. Tasks of limited or paused types wait in the
+ * limit gate, whose claims take turns with the batches.
+ */
+export class Dispatcher implements LifecycleService, ClaimHost {
+  private readonly queue = new ClaimQueue();
+  private inFlight = 0;
+  /** Of those, the gate's claims (one line's tasks each). */
+  private gatedInFlight = 0;
+  private aloneInFlight = false;
+  private _stopped = false;
+  private roomWaiters: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
+  private readonly runner: ClaimRunner;
+  private readonly gateClaims: GateClaims;
+  /** Where tasks of limited or paused types wait for their turn. */
+  readonly gate: LimitGate;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    registry: HandlerRegistry,
+    wheel: TaskWheel,
+  ) {
+    this.gate = new LimitGate(
+      ctx,
+      registry,
+      () => this.pump(),
+      (ids) => this.enqueue(ids),
+    );
+    this.runner = new ClaimRunner(ctx, registry, wheel, this.gate, this);
+    this.gateClaims = new GateClaims(ctx, this.gate, this.runner);
+  }
+
+  get stopped(): boolean {
+    return this._stopped;
+  }
+
+  get stats(): ExecutionStats {
+    return this.runner.stats;
+  }
+
+  /** Ids waiting for a claim transaction. */
+  get queuedCount(): number {
+    return this.queue.size;
+  }
+
+  /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
+  get idle(): boolean {
+    return this.queue.size === 0 && this.inFlight === 0 && !this.gate.hasReady;
+  }
+
+  async start(): Promise<void> {
+    await this.gateClaims.start();
+    await this.gate.start();
+  }
+
+  enqueue(ids: Iterable<TaskId>): void {
+    if (this._stopped) return;
+    this.queue.add(ids);
+    this.pump();
+  }
+
+  queueAlone(id: TaskId): void {
+    if (this._stopped) return;
+    this.queue.addAlone(id);
+    this.pump();
+  }
+
+  claimEnded(ids: TaskId[]): void {
+    this.queue.claimEnded(ids);
+  }
+
+  /** Resolves once fewer than `size` ids wait in the queue (or on stop): a reader's back-pressure. */
+  async room(size: number): Promise<void> {
+    while (!this._stopped && this.queue.size >= size)
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /**
+   * Stops taking work and waits (up to shutdownTimeout) for the claims in
+   * flight. Past that their connections are destroyed, which rolls their
+   * transactions back: exactly what a crash would do, so those tasks stay
+   * pending and run elsewhere once this instance's lease expires.
+   */
+  async stop(): Promise<void> {
+    this._stopped = true;
+    this.queue.clear();
+    await this.gate.stop();
+    this.wake(this.roomWaiters);
+    this.wake(this.idleWaiters);
+    const timeoutMs = this.ctx.options.shutdownTimeoutMs;
+    if (!(await this.finishedWithin(timeoutMs))) {
+      this.ctx.logger.warn(
+        `Handlers still running after ${timeoutMs} ms were cut off; their transactions rolled back, ` +
+          `their tasks stay pending and go to another instance when the lease expires`,
+      );
+      await this.runner.cutOffAll();
+    }
+    await this.gateClaims.stop();
+  }
+
+  /** True when a handler was cut off at stop (its locks may linger until the server notices). */
+  get cutOffAtStop(): boolean {
+    return this._stopped && this.inFlight > 0;
+  }
+
+  private async finishedWithin(timeoutMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      new Promise<boolean>((resolve) => this.idleWaiters.push(() => resolve(this.inFlight === 0))),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    return finished;
+  }
+
+  private wake(waiters: Array<() => void>): void {
+    waiters.splice(0).forEach((wake) => wake());
+  }
+
+  private pump(): void {
+    while (!this._stopped && !this.aloneInFlight) {
+      if (this.queue.hasAlone) {
+        // Wait for the claims in flight to end, then run it by itself.
+        if (this.inFlight === 0) this.launch(this.queue.takeAlone(), true);
+        return;
+      }
+      if (this.inFlight >= this.ctx.concurrency) return;
+      // The gate's claims take turns with batches and never take every
+      // worker: tasks of unlimited types always have a claim to go to.
+      const gateRoom = this.gatedInFlight < Math.max(1, this.ctx.concurrency - 1);
+      const gateTurn = gateRoom && (this.gatedInFlight === 0 || !this.queue.hasWaiting);
+      const gated = gateTurn ? this.gate.next(this.inFlight === 0) : undefined;
+      if (gated) {
+        this.launch(
+          gated.items.map((item) => item.id),
+          gated.items[0].alone,
+          gated,
+        );
+        continue;
+      }
+      if (!this.queue.hasWaiting) return;
+      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, this.ctx.concurrency), false);
+    }
+  }
+
+  private launch(ids: TaskId[], alone: boolean, gated?: GateClaim): void {
+    this.inFlight++;
+    if (gated) this.gatedInFlight++;
+    this.aloneInFlight = alone;
+    const claim = () =>
+      gated ? this.gateClaims.run(gated) : this.runner.run(ids, alone).then(() => undefined);
+    const { tracing } = this.ctx;
+    void (tracing ? tracing.detached(claim) : claim()).finally(() => {
+      this.queue.claimEnded(ids);
+      this.inFlight--;
+      if (gated) this.gatedInFlight--;
+      if (alone) this.aloneInFlight = false;
+      this.pump();
+      this.wake(this.roomWaiters);
+      if (this.idle) {
+        this.queue.idle();
+        this.wake(this.idleWaiters);
+      }
+    });
+  }
+}

@@ -1,0 +1,158 @@
+import { DatabaseClock } from '../clock/index.js';
+import { errorText } from '../delay.messages.js';
+import {
+  heartbeat,
+  releaseExpiredInstances,
+  releaseInstanceTasks,
+  releaseOrphans,
+  retireInstance,
+} from './lease-statements.js';
+import { forgetSettledAttempts } from '../claim/attempt-statements.js';
+import type { BacklogDrainer } from './backlog-drainer.js';
+import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import { ClockWatch } from './clock-watch.js';
+import { PeriodicRound } from '../runtime/periodic-round.js';
+import type { WindowLoader } from './window-loader.js';
+
+/** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
+const ORPHAN_SWEEP_EVERY = 6;
+
+/**
+ * This instance's lease in `delay_instance`, and the takeover of instances
+ * whose lease ran out. Every heartbeat (a third of the lease, so one lost beat
+ * does not cost it) it renews its row; instances that stopped beating have
+ * their tasks freed, and the backlog drainer and the loader pick them up at
+ * once. It also sweeps for tasks leased to instances that left no row at all,
+ * and feeds the database's clock to a DatabaseClock at every beat.
+ */
+export class InstanceLease implements LifecycleService {
+  private readonly rounds: PeriodicRound;
+  private beats = 0;
+  private lastBeatAtMs: number | undefined;
+  /** After a jump of the clock: the expiry cutoff held until `untilMs` (see expiryCutoff). */
+  private jump: { cutoffMs: number; untilMs: number } | undefined;
+  /** Set when the module runs on the database's time (not a test's clock of its own). */
+  private readonly clockWatch: ClockWatch | undefined;
+  /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
+  private releaseAtStop = true;
+  /** Until when the last heartbeat that reached the database keeps the lease (by the clock). */
+  private expiresAtMs: number | undefined;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly backlog: BacklogDrainer,
+    private readonly loader: WindowLoader,
+  ) {
+    if (ctx.clock instanceof DatabaseClock) this.clockWatch = new ClockWatch(ctx.clock, ctx.logger);
+    this.rounds = new PeriodicRound(
+      ctx.clock,
+      ctx.options.heartbeatMs,
+      () => this.beat(),
+      (error) =>
+        ctx.logger.error(
+          `Delay heartbeat failed, trying again in ${ctx.options.heartbeatMs} ms (lease ${ctx.options.leaseMs} ms): ${errorText(error)}`,
+        ),
+    );
+  }
+
+  /**
+   * Frees what an earlier process under this id held (its wheel died with
+   * it), takes the lease, and frees tasks whose holders have no live lease.
+   */
+  async start(): Promise<void> {
+    const { db, options, clock } = this.ctx;
+    await releaseInstanceTasks(db.pool, options.instanceId);
+    await this.beat();
+    await releaseOrphans(db.pool, new Date(clock.now()));
+    this.rounds.start();
+  }
+
+  /** When the lease runs out unless renewed; undefined before the first heartbeat and after stop. */
+  get expiresAt(): number | undefined {
+    return this.expiresAtMs;
+  }
+
+  /** Keep the lease at stop (its tasks wait for it to expire), as a crashed process would. */
+  keepLeaseAtStop(): void {
+    this.releaseAtStop = false;
+  }
+
+  async stop(): Promise<void> {
+    await this.rounds.stop();
+    this.expiresAtMs = undefined;
+    if (!this.releaseAtStop || !this.ctx.db.dataSource.isInitialized) return;
+    try {
+      await retireInstance(this.ctx.db.pool, this.ctx.options.instanceId);
+    } catch (error) {
+      this.ctx.logger.warn(
+        `Could not release leases at shutdown; they expire in ${this.ctx.options.leaseMs} ms: ${errorText(error)}`,
+      );
+    }
+  }
+
+  /** One heartbeat now (also what the timer does). */
+  renew(): Promise<void> {
+    return this.rounds.runNow();
+  }
+
+  private async beat(): Promise<void> {
+    const { clock, options, db } = this.ctx;
+    const nowMs = clock.now();
+    const expiredBefore = new Date(this.expiryCutoff(nowMs));
+    const corrected = clock instanceof DatabaseClock ? clock : undefined;
+    const sentMs = corrected?.localNow();
+    const { expired, databaseMs } = await heartbeat(
+      db.pool,
+      options.instanceId,
+      new Date(nowMs),
+      new Date(nowMs + options.leaseMs),
+      expiredBefore,
+      corrected ? corrected.correctionMs : null,
+    );
+    this.expiresAtMs = nowMs + options.leaseMs;
+    // Every heartbeat is a sample of the database's clock (see DatabaseClock).
+    if (corrected && sentMs !== undefined) {
+      corrected.sample({ sentMs, databaseMs, receivedMs: corrected.localNow() });
+      this.clockWatch?.check();
+    }
+    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
+      await releaseOrphans(db.pool, expiredBefore);
+      await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
+    }
+    if (expired.length === 0) return;
+    await releaseExpiredInstances(db.pool, expired, expiredBefore);
+    this.ctx.logger.warn(
+      `Took over the tasks of instance(s) whose lease expired: ${expired.join(', ')}`,
+    );
+    this.backlog.request();
+    void this.loader.refresh();
+  }
+
+  /**
+   * Leases that ran out before this time have expired. Normally that is now.
+   * But when time moved by more than two leases between two heartbeats, or
+   * back (a clock stepped, or this process was suspended), the other
+   * instances had no chance to renew across the jump, and theirs would all
+   * look expired: for one lease after it, only leases that had run out a
+   * heartbeat after the last beat before the jump count as expired. So a jump
+   * steals no live lease, an instance dead before it is still taken over at
+   * once, and one that died just before it a lease later.
+   */
+  private expiryCutoff(nowMs: number): number {
+    const { leaseMs, heartbeatMs } = this.ctx.options;
+    const last = this.lastBeatAtMs;
+    this.lastBeatAtMs = nowMs;
+    if (last !== undefined) {
+      const gapMs = nowMs - last;
+      if (gapMs < 0 || gapMs > 2 * leaseMs) {
+        this.jump = { cutoffMs: Math.min(nowMs, last + heartbeatMs), untilMs: nowMs + leaseMs };
+        this.ctx.logger.warn(
+          `The clock moved ${Math.round(gapMs)} ms between two heartbeats (${heartbeatMs} ms apart): a clock step or a stalled process; other instances get a lease (${leaseMs} ms) from now to renew theirs`,
+        );
+      }
+    }
+    if (this.jump && nowMs < this.jump.untilMs) return Math.min(nowMs, this.jump.cutoffMs);
+    this.jump = undefined;
+    return nowMs;
+  }
+}

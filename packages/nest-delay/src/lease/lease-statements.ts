@@ -1,0 +1,127 @@
+import { PENDING, pendingIn } from '../tasks/pending.js';
+import type { Sql } from '../store/sql.js';
+import type { DueRow } from '../tasks/task-row.js';
+
+/**
+ * Renews this instance's lease and, in the same round trip, lists instances
+ * whose lease ran out before `expiredBefore` (they died or stalled): their
+ * tasks are up for takeover.
+ * Also returns the database's clock (epoch ms, to the microsecond), the
+ * sample DatabaseClock corrects this instance's clock with, and records it
+ * beside the instance's (`db_heartbeat_at`) with the correction in use, for
+ * others to read.
+ */
+export async function heartbeat(
+  sql: Sql,
+  instanceId: string,
+  now: Date,
+  leaseUntil: Date,
+  expiredBefore: Date,
+  clockCorrectionMs: number | null,
+) {
+  const [row] = await sql.rows<{ expired: string[]; db_now_ms: number }>(
+    `WITH beat AS (
+       INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until, db_heartbeat_at,
+                                   clock_correction_ms)
+       VALUES ($1, $2, $2, $3, now(), $5::float8)
+       ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
+         lease_until = EXCLUDED.lease_until, db_heartbeat_at = EXCLUDED.db_heartbeat_at,
+         clock_correction_ms = EXCLUDED.clock_correction_ms
+       RETURNING id
+     )
+     SELECT ${DATABASE_NOW_MS} AS db_now_ms,
+            ARRAY(SELECT id FROM delay_instance WHERE lease_until < $4 AND id <> $1) AS expired`,
+    [instanceId, now, leaseUntil, expiredBefore, clockCorrectionMs],
+  );
+  return { expired: row.expired, databaseMs: row.db_now_ms };
+}
+
+/** The database's clock as epoch milliseconds, read when evaluated (not at transaction start). */
+const DATABASE_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8`;
+
+/**
+ * Frees the tasks of instances whose lease expired (still, before
+ * `expiredBefore`) and forgets them, stamping the rate credits they held.
+ */
+export async function releaseExpiredInstances(
+  sql: Sql,
+  instanceIds: string[],
+  expiredBefore: Date,
+) {
+  await sql.rows(
+    `WITH dead AS (
+       DELETE FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2 RETURNING id
+     ), credits AS (
+       -- Rate credits they left in flight: whatever they started, they started before now.
+       UPDATE delay_limit_credit c SET used_at = clock_timestamp(), holder = NULL
+       FROM dead WHERE c.holder = dead.id AND c.used_at = 'infinity'
+     )
+     UPDATE delayed_task t SET locked_by = NULL
+     FROM dead WHERE t.locked_by = dead.id AND ${pendingIn('t')}`,
+    [instanceIds, expiredBefore],
+  );
+}
+
+/** Frees tasks leased to instances that have no lease live at `now` (say, a row deleted by a takeover). */
+export async function releaseOrphans(sql: Sql, now: Date) {
+  await sql.rows(
+    `UPDATE delayed_task t SET locked_by = NULL
+     WHERE t.locked_by IS NOT NULL AND ${pendingIn('t')}
+       AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $1)`,
+    [now],
+  );
+}
+
+/** Frees everything one instance holds (its restart under the same id). */
+export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
+  await sql.rows(`UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`, [
+    instanceId,
+  ]);
+}
+
+/**
+ * At shutdown: forgets the instance and frees its tasks in one statement, so
+ * nothing can be leased to it in between and then be leased to nobody.
+ */
+export async function retireInstance(sql: Sql, instanceId: string) {
+  await sql.rows(
+    `WITH gone AS (DELETE FROM delay_instance WHERE id = $1)
+     UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`,
+    [instanceId],
+  );
+}
+
+/**
+ * Leases the next page of unheld tasks due after `after` and before the
+ * window's horizon, in due order. SKIP LOCKED lets instances loading at once
+ * split the work. While a backlog drain runs, `after` is when it began (the
+ * drain runs what was due by then itself); otherwise '-infinity', so a stray
+ * overdue task still gets leased, fires at once and starts a drain for any others.
+ */
+export function leaseDueTasks(
+  sql: Sql,
+  instanceId: string,
+  horizon: Date,
+  after: Date | '-infinity',
+  limit: number,
+) {
+  return sql.rows<DueRow>(
+    `WITH picked AS (
+       SELECT id FROM delayed_task
+       WHERE locked_by IS NULL AND ${PENDING} AND due_at > $3::timestamptz AND due_at < $2
+       ORDER BY due_at, id
+       LIMIT $4
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE delayed_task t SET locked_by = $1
+     FROM picked WHERE t.id = picked.id
+     RETURNING t.id, t.due_at`,
+    [instanceId, horizon, after, limit],
+  );
+}
+
+/** The database's clock (epoch ms), to measure how far the app's clock is from it. */
+export async function databaseNowMs(sql: Sql): Promise<number> {
+  const [row] = await sql.rows<{ now_ms: number }>(`SELECT ${DATABASE_NOW_MS} AS now_ms`, []);
+  return row.now_ms;
+}

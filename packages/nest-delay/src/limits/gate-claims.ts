@@ -1,0 +1,153 @@
+import { errorText } from '../delay.messages.js';
+import type { ClaimRunner } from '../claim/claim-runner.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import type { GateClaim, GateItem, GateOutcome, LimitGate } from './limit-gate.js';
+import {
+  reapCredits,
+  returnCredit,
+  stampCredit,
+  takeCredits,
+  type TakenCredit,
+} from './limit-statements.js';
+
+/**
+ * The limits' side of a gate's claim of one line's tasks: rate credits
+ * first, in a statement of their own (as many as free, up to one a task;
+ * none: the line waits until one frees), then the claim (ClaimRunner), which
+ * takes one concurrency slot for them all and runs them one after another,
+ * fenced, so that no handler starts twice. Each credit is stamped once its
+ * handler has started; those unused are put back. What the claim came to
+ * goes back to the gate (LimitGate.ended).
+ */
+export class GateClaims {
+  /** Rate credits being stamped after their starts. */
+  private readonly stamps = new Set<Promise<void>>();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly gate: LimitGate,
+    private readonly runner: ClaimRunner,
+  ) {}
+
+  /** Credits this instance left in flight under the same id before a restart. */
+  async start(): Promise<void> {
+    await reapCredits(this.ctx.db.pool, [this.ctx.options.instanceId]);
+  }
+
+  /** Waits for the stamps under way (each retried a few times at most). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled([...this.stamps]);
+  }
+
+  async run(gated: GateClaim): Promise<void> {
+    const { ctx, runner } = this;
+    const { line } = gated;
+    const holder = ctx.options.instanceId;
+    let outcome: GateOutcome = { kind: 'done' };
+    let back: GateItem[] = [];
+    let credits: TakenCredit[] | undefined;
+    let used = 0;
+    let items = gated.items;
+    try {
+      if (gated.effective.rate) {
+        const answer = await takeCredits(
+          ctx.db.pool,
+          line.type,
+          line.key,
+          gated.declared.rate,
+          holder,
+          runner.limitNowMs(),
+          items.length,
+        );
+        this.gate.creditTaken(gated);
+        if (!answer.unlimited) {
+          credits = answer.taken;
+          if (credits.length < items.length) {
+            // The rest wait for the next credit to free.
+            back = items.slice(credits.length);
+            items = items.slice(0, credits.length);
+            outcome = { kind: 'rate', nextFreeMs: answer.nextFreeMs };
+          }
+          if (items.length === 0) return;
+        }
+      }
+      const taken = credits;
+      const ended = await runner.run(
+        items.map((item) => item.id),
+        items[0].alone,
+        {
+          gated: { ...gated, items },
+          credits: taken?.map((credit) => credit.credit),
+          onStart: () => {
+            const credit = taken?.[used++];
+            if (credit) this.stamp(line.type, line.key, credit.credit);
+          },
+        },
+      );
+      if (ended === 'cut-off') {
+        if (outcome.kind !== 'rate') outcome = { kind: 'ran' };
+      } else if (ended) {
+        if (ended.held) {
+          outcome = { kind: ended.held };
+          back.push(...items);
+        } else {
+          if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
+          // Cut off last time: again, alone.
+          const deferred = new Set(ended.deferred);
+          back.push(
+            ...items
+              .filter((item) => deferred.has(item.id))
+              .map((item) => ({ ...item, alone: true })),
+          );
+        }
+      }
+    } catch (error) {
+      ctx.logger.error(`Taking rate credits for ${line.type} failed: ${errorText(error)}`);
+      runner.holdAll(
+        items.map((item) => item.id),
+        runner.retrySoonMs(),
+      );
+      back = [];
+    } finally {
+      for (const credit of credits?.slice(used) ?? [])
+        await returnCredit(ctx.db.pool, line.type, line.key, credit, holder).catch(
+          (error: unknown) =>
+            ctx.logger.error(
+              `Putting back an unused rate credit of ${line.type} failed (it frees when this instance restarts or is taken over): ${errorText(error)}`,
+            ),
+        );
+      this.gate.ended(gated, outcome, back);
+    }
+  }
+
+  /** Stamps a credit after its start; retried a few times, else left in flight (the safe side). */
+  private stamp(type: string, key: string, credit: number): void {
+    const { ctx } = this;
+    const attempt = async (tries: number): Promise<void> => {
+      try {
+        await stampCredit(
+          ctx.db.pool,
+          type,
+          key,
+          credit,
+          ctx.options.instanceId,
+          this.runner.limitNowMs(),
+        );
+      } catch (error) {
+        if (tries >= 5 || this.stopped) {
+          ctx.logger.error(
+            `Stamping a rate credit of ${type} failed; it stays in use until this instance restarts or is taken over: ${errorText(error)}`,
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * tries));
+        await attempt(tries + 1);
+      }
+    };
+    const stamping = attempt(1);
+    this.stamps.add(stamping);
+    void stamping.finally(() => this.stamps.delete(stamping));
+  }
+}

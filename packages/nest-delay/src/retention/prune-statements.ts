@@ -1,0 +1,43 @@
+import type { Sql } from '../store/sql.js';
+
+/** One key for every instance's pruner (two-int form, a class of its own): one prunes at a time. */
+const PRUNE_LOCK = `${0x6e64_7072}, 0`; // 'ndpr'
+
+/**
+ * Deletes up to `limit` finished tasks of each kind: executed or cancelled before
+ * `finishedBefore`, dead-lettered before `deadBefore` (null: kept forever).
+ * Only if this transaction wins the pruning lock, so instances take turns
+ * instead of deleting the same rows; and only rows nobody has locked, so a
+ * prune never waits on, or makes wait, anything else. Returns how many went.
+ */
+export async function pruneTasks(
+  sql: Sql,
+  finishedBefore: Date | null,
+  deadBefore: Date | null,
+  limit: number,
+): Promise<number> {
+  const [row] = await sql.rows<{ deleted: number }>(
+    `WITH lock AS (
+       SELECT pg_try_advisory_xact_lock(${PRUNE_LOCK}) AS mine
+     ), finished AS (
+       SELECT id FROM delayed_task
+       WHERE $1::timestamptz IS NOT NULL
+         AND (executed_at IS NOT NULL OR cancelled_at IS NOT NULL)
+         AND coalesce(executed_at, cancelled_at) < $1
+         AND (SELECT mine FROM lock)
+       LIMIT $3 FOR UPDATE SKIP LOCKED
+     ), dead AS (
+       SELECT id FROM delayed_task
+       WHERE $2::timestamptz IS NOT NULL AND dead_at IS NOT NULL AND dead_at < $2
+         AND (SELECT mine FROM lock)
+       LIMIT $3 FOR UPDATE SKIP LOCKED
+     ), gone AS (
+       DELETE FROM delayed_task t
+       WHERE t.id IN (SELECT id FROM finished UNION ALL SELECT id FROM dead)
+       RETURNING 1
+     )
+     SELECT count(*)::int AS deleted FROM gone`,
+    [finishedBefore, deadBefore, limit],
+  );
+  return row.deleted;
+}

@@ -1,0 +1,82 @@
+import { errorText } from '../delay.messages.js';
+import { pruneCredits } from '../limits/limit-statements.js';
+import { pruneTasks } from './prune-statements.js';
+import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import { PeriodicRound } from '../runtime/periodic-round.js';
+import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from '../runtime/tuning.js';
+
+/**
+ * Deletes finished tasks once they are older than the retention (executed
+ * and cancelled: `retention.finished`, 7 days; dead-lettered:
+ * `retention.dead`, 30 days), every `retention.interval` (1 minute), in
+ * batches of 1,000 until nothing is left to delete. Instances take turns
+ * through an advisory lock; pending tasks are never touched, so the claims
+ * never wait on a prune. The orders' own history is not the engine's to prune.
+ */
+export class Pruner implements LifecycleService {
+  private readonly rounds: PeriodicRound;
+  private pruned = 0;
+  /** A round under way ends after its current batch: a backlog of millions must not hold up a shutdown. */
+  private stopping = false;
+  /** The last round's failure, for runNow to report rather than only log. */
+  private failure: unknown;
+
+  constructor(private readonly ctx: DelayContext) {
+    this.rounds = new PeriodicRound(
+      ctx.clock,
+      ctx.options.pruneEveryMs,
+      () => this.prune(),
+      (error) => {
+        // Kept for runNow (and DelayTester.prune) to report, not only logged.
+        this.failure = error;
+        ctx.logger.error(`Pruning finished tasks failed, trying again later: ${errorText(error)}`);
+      },
+    );
+  }
+
+  /** Tasks this instance has deleted since it started. */
+  get deleted(): number {
+    return this.pruned;
+  }
+
+  async start(): Promise<void> {
+    const { keepFinishedMs, keepDeadMs } = this.ctx.options;
+    if (keepFinishedMs !== null || keepDeadMs !== null) this.rounds.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.rounds.stop();
+  }
+
+  /** One pruning round now (also what the timer does); resolves with how many were deleted. */
+  async runNow(): Promise<number> {
+    const before = this.pruned;
+    this.failure = undefined;
+    await this.rounds.runNow();
+    if (this.failure !== undefined) throw this.failure;
+    return this.pruned - before;
+  }
+
+  private async prune(): Promise<void> {
+    const { clock, options, db } = this.ctx;
+    // Rate credits of keys quiet for a day: made again on their next start.
+    await pruneCredits(db.pool, new Date(clock.now() - CREDIT_KEEP_MS));
+    if (options.keepFinishedMs === null && options.keepDeadMs === null) return;
+    const nowMs = clock.now();
+    const finishedBefore =
+      options.keepFinishedMs === null ? null : new Date(nowMs - options.keepFinishedMs);
+    const deadBefore = options.keepDeadMs === null ? null : new Date(nowMs - options.keepDeadMs);
+    for (;;) {
+      const startedAt = performance.now();
+      const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
+      this.pruned += deleted;
+      // Fewer than a batch of each kind: nothing is left.
+      if (deleted < PRUNE_BATCH || this.stopping) return;
+      // Wall time, not the app's clock: this paces work, it schedules nothing.
+      const restMs = (performance.now() - startedAt) * PRUNE_REST_PER_BATCH;
+      await new Promise((resolve) => setTimeout(resolve, restMs));
+      if (this.stopping) return;
+    }
+  }
+}

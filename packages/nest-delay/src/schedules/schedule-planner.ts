@@ -1,0 +1,204 @@
+import { errorText } from '../delay.messages.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { planOccurrences, type OccurrencePlan } from './occurrence-plan.js';
+import type { ScheduleRegistry } from './schedule-registry.js';
+import { recurrenceOf } from './schedule-spec.js';
+import {
+  advanceSchedule,
+  insertOccurrences,
+  anyScheduleDue,
+  lockDueSchedules,
+  removeSchedules,
+  upsertSchedule,
+  type ScheduleRow,
+} from './recurring-statements.js';
+import type { Sql } from '../store/sql.js';
+import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import { PeriodicRound } from '../runtime/periodic-round.js';
+import { SCHEDULES_PER_PLAN } from '../runtime/tuning.js';
+import type { WindowLoader } from '../lease/window-loader.js';
+
+/** What planning has done on this instance since it started. */
+export interface PlanningCounts {
+  /** Occurrences turned into tasks. */
+  planned: number;
+  /** Occurrences a catch-up policy dropped. */
+  missed: number;
+}
+
+/**
+ * Turns schedules into tasks: every heartbeat, each schedule whose next
+ * occurrence falls within the window is locked (SKIP LOCKED: one instance
+ * plans it, the others pass it by), its occurrences up to the window's
+ * horizon become one task each, and its next occurrence moves past them, in
+ * one transaction. From there an occurrence is a task like any other: the
+ * loader leases it, the wheel fires it on time, the claim runs it once.
+ * At start, the schedules declared in code are written (a changed one
+ * replanned) and those no longer declared removed.
+ */
+export class SchedulePlanner implements LifecycleService {
+  private readonly rounds: PeriodicRound;
+  private readonly counts: PlanningCounts = { planned: 0, missed: 0 };
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly handlers: HandlerRegistry,
+    private readonly declared: ScheduleRegistry,
+    private readonly loader: WindowLoader,
+  ) {
+    this.rounds = new PeriodicRound(
+      ctx.clock,
+      ctx.options.heartbeatMs,
+      () => this.plan(),
+      (error) =>
+        ctx.logger.error(
+          `Planning recurring tasks failed, trying again shortly: ${errorText(error)}`,
+        ),
+    );
+  }
+
+  get busy(): boolean {
+    return this.rounds.busy;
+  }
+
+  get planning(): PlanningCounts {
+    return { ...this.counts };
+  }
+
+  async start(): Promise<void> {
+    await this.reconcile();
+    await this.rounds.runNow();
+    this.rounds.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.rounds.stop();
+  }
+
+  /** One planning round now (joins one under way). */
+  runNow(): Promise<void> {
+    return this.rounds.runNow();
+  }
+
+  /** The code's schedules into the table; those the code no longer declares out of it. */
+  private async reconcile(): Promise<void> {
+    const { db, clock, logger } = this.ctx;
+    const nowMs = clock.now();
+    const declared = this.declared.all();
+    for (const { spec, recurrence } of declared) {
+      const first = recurrence.next(nowMs - 1);
+      const changed = await upsertSchedule(
+        db.pool,
+        spec,
+        first === undefined ? null : new Date(first),
+        new Date(nowMs),
+      );
+      if (changed) logger.log(`Schedule ${spec.name}: ${recurrence.describe()}, runs ${spec.type}`);
+    }
+    const removed = await removeSchedules(
+      db.pool,
+      null,
+      declared.map(({ spec }) => spec.name),
+      new Date(nowMs),
+    );
+    if (removed.length > 0)
+      logger.log(`Schedules no longer declared in code, removed: ${removed.join(', ')}`);
+  }
+
+  private async plan(): Promise<void> {
+    const { db, clock, policy } = this.ctx;
+    if (!(await anyScheduleDue(db.pool, new Date(policy.horizonMs(clock.now()))))) return;
+    let inserted = 0;
+    for (;;) {
+      const { planned, full } = await this.planPage();
+      inserted += planned;
+      if (!full) break;
+    }
+    // Leased into a wheel at once, rather than at the next heartbeat.
+    if (inserted > 0) await this.loader.refresh();
+  }
+
+  /** One transaction: up to a page of due schedules planned. */
+  private async planPage(): Promise<{ planned: number; full: boolean }> {
+    const { db, clock, policy, options, logger } = this.ctx;
+    const runner = db.dataSource.createQueryRunner();
+    let planned = 0;
+    try {
+      await runner.startTransaction();
+      const sql = db.in(runner.manager);
+      const nowMs = clock.now();
+      const now = new Date(nowMs);
+      const rows = await lockDueSchedules(
+        sql,
+        new Date(policy.horizonMs(nowMs)),
+        SCHEDULES_PER_PLAN,
+      );
+      for (const row of rows) {
+        let plan: OccurrencePlan;
+        try {
+          plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), options.leaseMs);
+        } catch (error) {
+          logger.error(`Schedule ${row.name} cannot be planned: ${errorText(error)}`);
+          continue;
+        }
+        planned += await this.write(sql, row, plan, now);
+      }
+      await runner.commitTransaction();
+      return { planned, full: rows.length === SCHEDULES_PER_PLAN };
+    } catch (error) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private planOf(
+    row: ScheduleRow,
+    nowMs: number,
+    horizonMs: number,
+    graceMs: number,
+  ): OccurrencePlan {
+    return planOccurrences(
+      recurrenceOf(row),
+      row.next_at!.getTime(),
+      row.last_at?.getTime() ?? null,
+      nowMs,
+      horizonMs,
+      graceMs,
+      { catchUp: row.catch_up, catchUpCap: row.catch_up_cap },
+    );
+  }
+
+  private async write(
+    sql: Sql,
+    row: ScheduleRow,
+    plan: OccurrencePlan,
+    now: Date,
+  ): Promise<number> {
+    const ids = await insertOccurrences(
+      sql,
+      row,
+      plan.run,
+      this.handlers.maxAttemptsOf(row.type),
+      now,
+    );
+    const last = plan.run.length > 0 ? new Date(plan.run[plan.run.length - 1].atMs) : null;
+    await advanceSchedule(
+      sql,
+      row.name,
+      plan.nextMs === undefined ? null : new Date(plan.nextMs),
+      last,
+      plan.missed,
+      now,
+    );
+    this.counts.planned += ids.length;
+    this.counts.missed += plan.missed;
+    if (plan.missed > 0) {
+      this.ctx.logger.warn(
+        `Schedule ${row.name}: ${plan.missed} occurrence(s) missed while no instance ran, dropped by its catch-up policy (${row.catch_up})`,
+      );
+    }
+    return ids.length;
+  }
+}

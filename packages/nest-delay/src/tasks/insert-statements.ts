@@ -1,0 +1,236 @@
+import type { NormalizedRequest } from './schedule-request.js';
+import { compareIds } from '../task-ref.js';
+import type { TaskId } from '../task.types.js';
+import { PENDING } from './pending.js';
+import type { Sql } from '../store/sql.js';
+import type { TaskRow } from './task-row.js';
+import type { TraceCarrier } from '../tracing/trace-carrier.js';
+
+/**
+ * One task in one statement, whatever its key finds. Without a key it is a
+ * plain insert. With a key that a pending task already holds, the unique
+ * partial index turns the insert into an update of that task: `keep` touches
+ * nothing (the no-op SET only makes Postgres return and lock the row),
+ * `replace` moves it to this request. Postgres decides insert-or-update
+ * atomically, so a task that finishes meanwhile cannot make this fail or loop.
+ * `lockedBy` is the instance whose wheel will hold it, or null. `inserted`
+ * (xmax is 0 only for a row this statement inserted) tells a new task from a
+ * key's existing one, for the observer's "scheduled". `traceContext` is the
+ * caller's (see TaskTracing.capture); a replace takes the new caller's.
+ */
+export async function insertTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<InsertedRow> {
+  const onKey =
+    req.ifExists === 'replace'
+      ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
+         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
+         trace_context = EXCLUDED.trace_context`
+      : `key = EXCLUDED.key`;
+  const [row] = await sql.rows<InsertedRow>(
+    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
+     ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
+     RETURNING *, (xmax = 0) AS inserted`,
+    [
+      req.type,
+      req.key,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+    ],
+  );
+  return row;
+}
+
+/**
+ * A task with no key has nothing to collide with: a plain INSERT, without
+ * the speculative insertion ON CONFLICT costs even when the key is null, and
+ * only the new id comes back (the caller knows every other column it wrote).
+ */
+export async function insertUnkeyedTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<TaskId> {
+  const [row] = await sql.rows<{ id: TaskId }>(
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb)
+     RETURNING id`,
+    [
+      req.type,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+    ],
+  );
+  return row.id;
+}
+
+/** The row insertUnkeyedTask wrote, as RETURNING * would have read it back. */
+export function newTaskRow(
+  id: TaskId,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  now: Date,
+): InsertedRow {
+  return {
+    id,
+    type: req.type,
+    key: null,
+    // Parsed from the JSON sent, so the caller gets a copy, as from the database.
+    payload: JSON.parse(req.payloadJson),
+    due_at: new Date(req.dueAtMs),
+    executed_at: null,
+    cancelled_at: null,
+    dead_at: null,
+    attempts: 0,
+    max_attempts: req.maxAttempts,
+    last_error: null,
+    locked_by: lockedBy,
+    created_at: now,
+    updated_at: now,
+    inserted: true,
+  };
+}
+
+export interface InsertedRow extends TaskRow {
+  inserted: boolean;
+}
+
+export interface BulkRow {
+  id: TaskId;
+  key: string | null;
+  due_at: Date;
+  locked_by: string | null;
+  /** Position of its request in the caller's array, from 1 (WITH ORDINALITY). */
+  n: number;
+}
+
+/**
+ * Many tasks in one statement (arrays zipped by unnest). A key that is already
+ * pending, or repeated within the batch, keeps its first task: those requests
+ * return no row. Only tasks due before `horizon` are leased to `lockedBy`;
+ * the rest wait for a loader. Every row takes the caller's `traceContext`.
+ *
+ * Each returned row names its request: a keyed row by its key (unique among
+ * the inserted), an unkeyed one by rank, since the rows are inserted in
+ * request order and draw their ids from the sequence in that order.
+ */
+export function insertTasks(
+  sql: Sql,
+  reqs: NormalizedRequest[],
+  lockedBy: string | null,
+  now: Date,
+  horizon: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<BulkRow[]> {
+  return sql.rows<BulkRow>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])
+         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, n)
+     ), inserted AS (
+       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+       SELECT type, key, payload::jsonb, due_at, max_attempts,
+              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb
+       FROM input ORDER BY n
+       ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
+       RETURNING id, key, due_at, locked_by
+     )
+     SELECT i.id, i.key, i.due_at, i.locked_by, f.n::int AS n
+     FROM inserted i
+     JOIN (SELECT key, min(n) AS n FROM input WHERE key IS NOT NULL GROUP BY key) f ON f.key = i.key
+     UNION ALL
+     SELECT i.id, i.key, i.due_at, i.locked_by, u.n::int
+     FROM (SELECT *, row_number() OVER (ORDER BY id) AS rank FROM inserted WHERE key IS NULL) i
+     JOIN (SELECT n, row_number() OVER (ORDER BY n) AS rank FROM input WHERE key IS NULL) u
+       ON u.rank = i.rank`,
+    [
+      reqs.map((r) => r.type),
+      reqs.map((r) => r.key),
+      reqs.map((r) => r.payloadJson),
+      reqs.map((r) => new Date(r.dueAtMs)),
+      reqs.map((r) => r.maxAttempts),
+      lockedBy,
+      now,
+      horizon,
+      traceContext,
+    ],
+  );
+}
+
+/**
+ * Many tasks, none with a key: one plain multi-row INSERT, returning only
+ * ids, in request order. The rows are inserted in request order (ORDER BY n)
+ * and draw their ids from the sequence in that order, so sorting the ids
+ * restores it; only tasks due before `horizon` are leased to `lockedBy`.
+ *
+ * What the client spends per row is most of what this costs beside the
+ * database's own work, so the encoding is chosen for it: due times travel as
+ * epoch milliseconds (a number, where a Date is formatted field by field),
+ * and a type or maxAttempts that every request shares travels once (an array
+ * of one, read for every row) instead of once per row.
+ */
+export async function insertUnkeyedTasks(
+  sql: Sql,
+  reqs: NormalizedRequest[],
+  lockedBy: string | null,
+  now: Date,
+  horizon: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<TaskId[]> {
+  const rows = await sql.rows<{ id: TaskId }>(
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
+            ($4::int[])[least(n, cardinality($4::int[]))],
+            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb
+     FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
+          LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
+     ORDER BY n
+     RETURNING id`,
+    [
+      shared(reqs, (r) => r.type),
+      reqs.map((r) => r.payloadJson),
+      // Whole milliseconds for the bigint, rounded up: never earlier than asked.
+      reqs.map((r) => Math.ceil(r.dueAtMs)),
+      shared(reqs, (r) => r.maxAttempts),
+      lockedBy,
+      now,
+      horizon,
+      traceContext,
+    ],
+  );
+  return rows.map((row) => row.id).sort(compareIds);
+}
+
+/** `[value]` when every request has the same one, else one per request. */
+function shared<T>(reqs: NormalizedRequest[], of: (req: NormalizedRequest) => T): T[] {
+  const first = of(reqs[0]);
+  return reqs.every((req) => of(req) === first) ? [first] : reqs.map(of);
+}
+
+/**
+ * For each of `keys`, the pending task holding it, else its latest task: the
+ * one a bulk insert's duplicate collided with, even if it ran since.
+ */
+export function keyHolders(sql: Sql, keys: string[]) {
+  return sql.rows<{ id: TaskId; key: string }>(
+    `SELECT DISTINCT ON (key) id, key FROM delayed_task
+     WHERE key = ANY($1::text[])
+     ORDER BY key, (${PENDING}) DESC, id DESC`,
+    [keys],
+  );
+}

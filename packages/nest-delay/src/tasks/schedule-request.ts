@@ -1,0 +1,135 @@
+import { tryParseDuration, type Duration } from '../duration.js';
+import { DelayValidationError } from '../errors/delay-validation.error.js';
+import type { ScheduleRequest } from '../task.types.js';
+
+/** A ScheduleRequest checked and reduced to what the INSERT needs. */
+export interface NormalizedRequest {
+  type: string;
+  key: string | null;
+  payloadJson: string;
+  dueAtMs: number;
+  maxAttempts: number;
+  ifExists: 'keep' | 'replace';
+}
+
+const MAX_JSON_DEPTH = 100;
+const LATEST_DUE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** Only what survives a round trip through jsonb; anything else is an error, not a silent change. */
+function assertJson(value: unknown, path: string, depth = 0): void {
+  if (depth > MAX_JSON_DEPTH) throw new DelayValidationError(path, 'is nested too deeply for JSON');
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value))
+      throw new DelayValidationError(path, `must be JSON; ${value} is not a JSON number`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => assertJson(item, `${path}[${i}]`, depth + 1));
+    return;
+  }
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) {
+      throw new DelayValidationError(
+        path,
+        `must be JSON; a ${value.constructor?.name ?? 'class instance'} is not a plain object`,
+      );
+    }
+    for (const [k, v] of Object.entries(value)) assertJson(v, `${path}.${k}`, depth + 1);
+    return;
+  }
+  throw new DelayValidationError(path, `must be JSON; a ${typeof value} is not`);
+}
+
+/** When a request (or a reschedule's `{ delay }` / `{ runAt }`) is due, in epoch ms. */
+export function dueAtOf(request: { delay?: unknown; runAt?: unknown }, nowMs: number): number {
+  const hasDelay = request.delay !== undefined;
+  const hasRunAt = request.runAt !== undefined;
+  if (hasDelay === hasRunAt) {
+    throw new DelayValidationError('delay', 'or runAt is required, and only one of them');
+  }
+  if (hasDelay) {
+    const ms = tryParseDuration(request.delay as Duration);
+    if (ms === undefined) {
+      throw new DelayValidationError(
+        'delay',
+        `must be a non-negative finite number of ms or a duration such as '30m' or '48h'; got ${JSON.stringify(request.delay) ?? String(request.delay)}`,
+      );
+    }
+    if (nowMs + ms > LATEST_DUE_MS) {
+      throw new DelayValidationError(
+        'delay',
+        `puts the task after the year 9999; got ${String(request.delay)}`,
+      );
+    }
+    return nowMs + ms;
+  }
+  const runAt = request.runAt;
+  const ms =
+    runAt instanceof Date
+      ? runAt.getTime()
+      : typeof runAt === 'number'
+        ? runAt
+        : typeof runAt === 'string'
+          ? Date.parse(runAt)
+          : NaN;
+  if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) {
+    throw new DelayValidationError('runAt', `must be a valid date; got ${String(runAt)}`);
+  }
+  // Postgres stores far more, but a date outside these years is a bug upstream, not a plan.
+  if (ms < 0 || ms > LATEST_DUE_MS) {
+    throw new DelayValidationError(
+      'runAt',
+      `must be between 1970 and 9999; got ${new Date(ms).toISOString()}`,
+    );
+  }
+  return ms;
+}
+
+export function normalizeScheduleRequest(
+  request: ScheduleRequest<unknown>,
+  nowMs: number,
+  /** maxAttempts when the request has none: its handler's, else the module's. */
+  defaultMaxAttempts: (type: string) => number,
+): NormalizedRequest {
+  if (request === null || typeof request !== 'object') {
+    throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
+  }
+  const { type, key, ifExists = 'keep' } = request;
+  if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
+    throw new DelayValidationError(
+      'type',
+      `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
+    );
+  }
+  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 500)) {
+    throw new DelayValidationError(
+      'key',
+      `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
+    );
+  }
+  if (ifExists !== 'keep' && ifExists !== 'replace') {
+    throw new DelayValidationError(
+      'ifExists',
+      `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`,
+    );
+  }
+  const maxAttempts = request.maxAttempts ?? defaultMaxAttempts(type);
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
+    throw new DelayValidationError(
+      'maxAttempts',
+      `must be an integer from 1 to 1000; got ${String(maxAttempts)}`,
+    );
+  }
+  const payload = request.payload === undefined ? null : request.payload;
+  assertJson(payload, 'payload');
+  return {
+    type,
+    key: key ?? null,
+    payloadJson: JSON.stringify(payload),
+    dueAtMs: dueAtOf(request, nowMs),
+    maxAttempts,
+    ifExists,
+  };
+}

@@ -1,0 +1,115 @@
+import { WindowPolicy } from './window-policy.js';
+import type { TaskRow } from './task-row.js';
+import {
+  charge,
+  fail,
+  hasAttemptsLeft,
+  reschedule,
+  revive,
+  snooze,
+  type TransitionRules,
+} from './task-transitions.js';
+
+const now = 1_000_000;
+const MINUTE = 60_000;
+
+function running(): WindowPolicy {
+  const policy = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me' });
+  policy.setRunning(true);
+  return policy;
+}
+
+const rules = (policy = running()): TransitionRules => ({
+  policy,
+  backoffOf: () => ({ baseMs: MINUTE, maxMs: 60 * MINUTE, jitter: 0 }),
+});
+
+/** A task as its claim read it: `attempts` counts this one. */
+function claimed(attempts: number, maxAttempts = 3): TaskRow {
+  const at = new Date(now);
+  return {
+    id: '7',
+    type: 'order.close',
+    key: null,
+    payload: null,
+    due_at: at,
+    executed_at: at,
+    cancelled_at: null,
+    dead_at: null,
+    attempts,
+    max_attempts: maxAttempts,
+    last_error: null,
+    locked_by: 'me',
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+describe('task transitions', () => {
+  it('one rule for attempts left: fewer started than allowed', () => {
+    expect(hasAttemptsLeft({ attempts: 2, max_attempts: 3 })).toBe(true);
+    expect(hasAttemptsLeft({ attempts: 3, max_attempts: 3 })).toBe(false);
+  });
+
+  it('a failure with attempts left retries after the backoff, leased here within the window', () => {
+    expect(fail(claimed(1), 'boom', now, rules())).toMatchObject({
+      transition: 'retry',
+      dueAtMs: now + MINUTE,
+      lockedBy: 'me',
+      error: 'boom',
+    });
+    // The fourth of ten attempts backs off 8 minutes; past a 5-minute window it is left unleased.
+    const narrow = new WindowPolicy({ windowMs: 5 * MINUTE, instanceId: 'me' });
+    narrow.setRunning(true);
+    expect(fail(claimed(4, 10), 'boom', now, rules(narrow))).toMatchObject({
+      transition: 'retry',
+      dueAtMs: now + 8 * MINUTE,
+      lockedBy: null,
+    });
+  });
+
+  it('a failure of the last attempt exhausts the task', () => {
+    expect(fail(claimed(3), 'boom', now, rules())).toMatchObject({
+      transition: 'exhaust',
+      reason: 'boom',
+      attempts: 3,
+    });
+  });
+
+  it('a snooze gives its attempt back, so snoozing never exhausts a task', () => {
+    expect(snooze(claimed(3), 5 * MINUTE, now, running())).toMatchObject({
+      transition: 'snooze',
+      dueAtMs: now + 5 * MINUTE,
+      attempts: 2,
+      lockedBy: 'me',
+    });
+  });
+
+  it('a charge counts the cut-off attempts, flags a retry, and exhausts when they used up the attempts', () => {
+    // As the row is now: the cut-off claim's count rolled back with it.
+    const before = { ...claimed(1), executed_at: null };
+    expect(charge(before, 1, 'cut off', now, now, running())).toMatchObject({
+      transition: 'retry',
+      attempts: 2,
+      times: 1,
+      dueAtMs: now,
+      lockedBy: 'me',
+    });
+    const exhausted = charge(before, 2, 'cut off', now, now, running());
+    expect(exhausted).toMatchObject({ transition: 'exhaust', attempts: 3, times: 2 });
+    expect(exhausted.transition === 'exhaust' && exhausted.reason).toMatch(
+      /^cut off; out of attempts, dead-lettered without running it again$/,
+    );
+  });
+
+  it("a reschedule or revive in the caller's transaction leases nothing; outside, per the window", () => {
+    expect(reschedule(now + MINUTE, now, running(), true).lockedBy).toBeNull();
+    expect(reschedule(now + MINUTE, now, running(), false).lockedBy).toBe('me');
+    expect(reschedule(now + 11 * MINUTE, now, running(), false).lockedBy).toBeNull();
+    expect(revive(now, running(), false)).toEqual({
+      transition: 'revive',
+      dueAtMs: now,
+      lockedBy: 'me',
+    });
+  });
+});

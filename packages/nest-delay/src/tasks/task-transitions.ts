@@ -1,0 +1,240 @@
+import { retryDelayMs, type Backoff } from '../delay.options.js';
+import type { WindowPolicy } from './window-policy.js';
+import type { TaskRow } from './task-row.js';
+
+/**
+ * Every change of a `delayed_task` row, decided here and nowhere else
+ * (docs/how-it-works.md, "State transitions", has the table: transition,
+ * when, statement). A decision is pure: the row as the claim or the caller read it,
+ * the time, and the window policy in, the row's new state out, `locked_by`
+ * included; `store/transition-statements.ts` writes it in one statement.
+ *
+ * `attempts` counts the attempts started, the current one included (a claim
+ * counts it as it sets `executed_at`). The one rule for "may it run again"
+ * is `hasAttemptsLeft`.
+ */
+
+/** What the decisions need beyond the row and the time. */
+export interface TransitionRules {
+  readonly policy: WindowPolicy;
+  /** The backoff between attempts of a type (its handler's, else the module's). */
+  backoffOf(type: string): Backoff;
+}
+
+/** After `attempts` attempts were spent, may the task have another? */
+export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>): boolean {
+  return row.attempts < row.max_attempts;
+}
+
+/**
+ * Where a task that is pending again lives: in this instance's wheel
+ * (`locked_by` = its id) when it is due within the window and the instance
+ * runs, else unleased, for whichever instance's window reaches it. A write
+ * inside a caller's transaction leases nothing (see WindowPolicy.leaseOnWrite).
+ */
+export function leaseFor(
+  policy: WindowPolicy,
+  dueAtMs: number,
+  nowMs: number,
+  inCallerTransaction = false,
+): string | null {
+  return policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction);
+}
+
+// ---------------------------------------------------------------- the claim's outcomes
+
+/** The end of one claimed attempt: what the claim transaction commits for the task. */
+export type Fate = Complete | Retry | Snooze | Discard | Exhaust | Skip;
+
+interface FateOf {
+  /** The row as claimed (this attempt counted). */
+  readonly row: TaskRow;
+}
+
+/** The handler returned: the claim's `executed_at` commits with its effects. Writes nothing. */
+export interface Complete extends FateOf {
+  readonly transition: 'complete';
+}
+
+/** Pending again at `dueAtMs`, after a failed or cut-off attempt with attempts left. */
+export interface Retry extends FateOf {
+  readonly transition: 'retry';
+  readonly dueAtMs: number;
+  readonly lockedBy: string | null;
+  readonly error: string;
+}
+
+/** Pending again at `dueAtMs`, as the handler asked, its attempt given back. */
+export interface Snooze extends FateOf {
+  readonly transition: 'snooze';
+  readonly dueAtMs: number;
+  readonly lockedBy: string | null;
+  readonly attempts: number;
+}
+
+/** Dead-lettered at the handler's word (or because nobody can run it): retrying cannot help. */
+export interface Discard extends FateOf {
+  readonly transition: 'discard';
+  readonly reason: string;
+}
+
+/** Dead-lettered: its last attempt failed or was cut off. */
+export interface Exhaust extends FateOf {
+  readonly transition: 'exhaust';
+  readonly reason: string;
+  readonly attempts: number;
+}
+
+/**
+ * An occurrence of a schedule with overlap 'skip' that came due while an
+ * earlier one is still retrying: cancelled without running.
+ */
+export interface Skip extends FateOf {
+  readonly transition: 'skip';
+  readonly reason: string;
+}
+
+export function skip(row: TaskRow, reason: string): Skip {
+  return { transition: 'skip', row, reason };
+}
+
+export function complete(row: TaskRow): Complete {
+  return { transition: 'complete', row };
+}
+
+/** The handler threw (or left its transaction aborted): retry with backoff, or exhaust. */
+export function fail(
+  row: TaskRow,
+  error: string,
+  nowMs: number,
+  rules: TransitionRules,
+): Retry | Exhaust {
+  if (!hasAttemptsLeft(row)) {
+    return { transition: 'exhaust', row, reason: error, attempts: row.attempts };
+  }
+  const dueAtMs = nowMs + retryDelayMs(rules.backoffOf(row.type), row.attempts);
+  return {
+    transition: 'retry',
+    row,
+    dueAtMs,
+    lockedBy: leaseFor(rules.policy, dueAtMs, nowMs),
+    error,
+  };
+}
+
+export function snooze(
+  row: TaskRow,
+  snoozeMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+): Snooze {
+  const dueAtMs = nowMs + snoozeMs;
+  return {
+    transition: 'snooze',
+    row,
+    dueAtMs,
+    lockedBy: leaseFor(policy, dueAtMs, nowMs),
+    // Snoozing never spends an attempt, so it never dead-letters a task.
+    attempts: row.attempts - 1,
+  };
+}
+
+export function discard(row: TaskRow, reason: string): Discard {
+  return { transition: 'discard', row, reason };
+}
+
+// ---------------------------------------------------------------- charges
+
+/** Cut-off attempts charged to a task; pending again (`retry`) or out of attempts (`exhaust`). */
+export type Charge = (Retry | Exhaust) & {
+  /** Attempts after the charge. */
+  readonly attempts: number;
+  /** Cut-off attempts charged. */
+  readonly times: number;
+};
+
+/**
+ * Charges `times` cut-off attempts that never committed (their claims rolled
+ * back, so their count went with them): `row` is the task as it is now, not
+ * counting them. Out of attempts, it is exhausted; else pending again at
+ * `retryAtMs`, flagged (`interrupted_at`) to run alone next time, so that if
+ * it kills its process again no batch-mate is charged with it.
+ */
+export function charge(
+  row: TaskRow,
+  times: number,
+  reason: string,
+  retryAtMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+): Charge {
+  const attempts = row.attempts + times;
+  if (!hasAttemptsLeft({ attempts, max_attempts: row.max_attempts })) {
+    const last = `${reason}; out of attempts, dead-lettered without running it again`;
+    return { transition: 'exhaust', row, reason: last, attempts, times };
+  }
+  return {
+    transition: 'retry',
+    row,
+    dueAtMs: retryAtMs,
+    lockedBy: leaseFor(policy, retryAtMs, nowMs),
+    error: reason,
+    attempts,
+    times,
+  };
+}
+
+/** The last error of a task charged by a dead attempt note. */
+export function noteChargeReason(attempt: number, instanceId: string): string {
+  return `attempt ${attempt} was cut off: instance ${instanceId} stopped or died while running it`;
+}
+
+// ---------------------------------------------------------------- the service's actions
+
+/**
+ * A change DelayService asks for by ref; its statement applies it only if
+ * the task is in the state it fits (pending; dead for a revive), in the same
+ * statement that finds the task, so no check can go stale before the write.
+ */
+export interface CancelAction {
+  readonly transition: 'cancel';
+  readonly lockedBy: null;
+}
+
+export interface MoveAction {
+  readonly transition: 'reschedule' | 'revive';
+  readonly dueAtMs: number;
+  readonly lockedBy: string | null;
+}
+
+/** A pending task stops being pending; it leaves every wheel. */
+export function cancel(): CancelAction {
+  return { transition: 'cancel', lockedBy: null };
+}
+
+/** A pending task moves to `dueAtMs`. */
+export function reschedule(
+  dueAtMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): MoveAction {
+  return {
+    transition: 'reschedule',
+    dueAtMs,
+    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+  };
+}
+
+/** A dead-lettered task back to pending, due now, with fresh attempts. */
+export function revive(
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): MoveAction {
+  return {
+    transition: 'revive',
+    dueAtMs: nowMs,
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+  };
+}
