@@ -28,8 +28,8 @@ export const releasedManager = () =>
 
 export const taskInState = (ref: string, state: string, action: string) =>
   `Cannot ${action} the delayed task ${ref}: it is ${state}` +
-  (action === 'retry'
-    ? ', and only a dead-lettered task can be retried.'
+  (action === 'revive' || action === 'retry'
+    ? `, and only a dead-lettered task can be ${action === 'revive' ? 'revived' : 'retried'}.`
     : ', and only a pending one can be.');
 
 export const unknownOption = (

@@ -221,8 +221,25 @@ export class DelayService {
     return toTask(changed);
   }
 
-  /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
-  async retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+  /**
+   * Revives a dead-lettered task: pending again, due now, with fresh
+   * attempts. ("Retry" is what the engine does after a failed attempt; this
+   * is the operator's second chance for a task that has none left.)
+   */
+  revive(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    return this.reviveAs(ref, options, 'revive');
+  }
+
+  /** @deprecated Since 0.3: renamed {@link revive} (a retry is the engine's, after a failed attempt). */
+  retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    return this.reviveAs(ref, options, 'retry');
+  }
+
+  private async reviveAs(
+    ref: TaskRef,
+    options: TransactionOptions,
+    action: 'revive' | 'retry',
+  ): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const inCaller = options.manager !== undefined;
@@ -232,7 +249,7 @@ export class DelayService {
       revive(nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
-    const changed = this.acted(checked, row, 'retry');
+    const changed = this.acted(checked, row, action);
     this.wheel.track(changed, inCaller);
     return toTask(changed);
   }
@@ -309,7 +326,7 @@ export class DelayService {
   private acted(
     ref: TaskRef,
     row: ActedRow | undefined,
-    action: 'cancel' | 'reschedule' | 'retry',
+    action: 'cancel' | 'reschedule' | 'revive' | 'retry',
   ): ActedRow {
     if (!row) throw new TaskNotFoundError(ref);
     if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
