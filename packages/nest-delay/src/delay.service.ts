@@ -185,7 +185,7 @@ export class DelayService {
     const cancelled = this.acted(checked, row, 'cancel');
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
-    if (!options.manager) this.wheel.release(cancelled.id);
+    if (!options.manager) this.wheel.drop(cancelled.id);
     if (this.observer.wants('onCancelled')) {
       const event = {
         id: cancelled.id,
