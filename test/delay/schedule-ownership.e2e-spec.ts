@@ -124,7 +124,9 @@ describeWithServer('schedules declared in code by two versions on one database',
       );
       expect(Number(row.every_ms)).toBe(300_000);
       expect(logger.messages('warn')).toContainEqual(
-        expect.stringMatching(/shared\.every-minute is declared with another rule by live instance v2-b/),
+        expect.stringMatching(
+          /shared\.every-minute is declared with another rule by live instance v2-b/,
+        ),
       );
       // The older instance's next round changes nothing back: the rule stays the newest boot's.
       await two!.tester.runDue();

@@ -91,7 +91,9 @@ describe('run-time changes racing the planner', () => {
     const schedules = t.moduleRef.get(DelaySchedules);
     await schedules.upsert('test.changed', { type: 'test.recorded', every: '1m' });
     // The rule changes behind the planner's back (as a change racing a claim would).
-    await t.query(`UPDATE delay_schedule SET generation = generation + 1 WHERE name = 'test.changed'`);
+    await t.query(
+      `UPDATE delay_schedule SET generation = generation + 1 WHERE name = 'test.changed'`,
+    );
     await t.tester.advance('3m');
     expect(await runsOf(t, 'test.changed')).toEqual([]);
     const withdrawn = await t.query<{ last_error: string }>(
@@ -101,40 +103,36 @@ describe('run-time changes racing the planner', () => {
     await schedules.remove('test.changed');
   });
 
-  it(
-    'a page of schedules that cannot be planned is set aside, and planning ends',
-    async () => {
-      const { t } = app;
-      const schedules = t.moduleRef.get(DelaySchedules);
-      const now = new Date(t.clock.now());
-      // More than a planning page (100) of rules corrupted in SQL.
-      await t.query(
-        `INSERT INTO delay_schedule (name, type, cron, time_zone, catch_up, catch_up_cap, overlap,
+  it('a page of schedules that cannot be planned is set aside, and planning ends', async () => {
+    const { t } = app;
+    const schedules = t.moduleRef.get(DelaySchedules);
+    const now = new Date(t.clock.now());
+    // More than a planning page (100) of rules corrupted in SQL.
+    await t.query(
+      `INSERT INTO delay_schedule (name, type, cron, time_zone, catch_up, catch_up_cap, overlap,
                                      in_code, next_at, created_at, updated_at)
          SELECT 'broken.' || i, 'test.recorded', 'not a cron', 'UTC', 'one', 100, 'skip', false, $1, $1, $1
          FROM generate_series(1, 101) i`,
-        [now],
-      );
-      await schedules.upsert('test.healthy', { type: 'test.recorded', every: '1m' });
-      await t.tester.runDue();
-      const broken = (await schedules.list()).filter((s) => s.name.startsWith('broken.'));
-      expect(broken).toHaveLength(101);
-      for (const schedule of broken) {
-        expect(schedule.planError).toMatch(/cron/);
-        expect(schedule.nextAt).toEqual(now);
-      }
-      const [retry] = await t.query<{ at: Date }>(
-        `SELECT DISTINCT plan_retry_at AS at FROM delay_schedule WHERE name LIKE 'broken.%'`,
-      );
-      expect(retry.at.getTime()).toBe(now.getTime() + MINUTE);
-      // The healthy one was planned beside them.
-      await t.tester.advance('2m');
-      expect((await runsOf(t, 'test.healthy')).length).toBeGreaterThanOrEqual(2);
-      await t.query(`DELETE FROM delay_schedule WHERE name LIKE 'broken.%'`);
-      await schedules.remove('test.healthy');
-    },
-    60_000,
-  );
+      [now],
+    );
+    await schedules.upsert('test.healthy', { type: 'test.recorded', every: '1m' });
+    await t.tester.runDue();
+    const broken = (await schedules.list()).filter((s) => s.name.startsWith('broken.'));
+    expect(broken).toHaveLength(101);
+    for (const schedule of broken) {
+      expect(schedule.planError).toMatch(/cron/);
+      expect(schedule.nextAt).toEqual(now);
+    }
+    const [retry] = await t.query<{ at: Date }>(
+      `SELECT DISTINCT plan_retry_at AS at FROM delay_schedule WHERE name LIKE 'broken.%'`,
+    );
+    expect(retry.at.getTime()).toBe(now.getTime() + MINUTE);
+    // The healthy one was planned beside them.
+    await t.tester.advance('2m');
+    expect((await runsOf(t, 'test.healthy')).length).toBeGreaterThanOrEqual(2);
+    await t.query(`DELETE FROM delay_schedule WHERE name LIKE 'broken.%'`);
+    await schedules.remove('test.healthy');
+  }, 60_000);
 });
 
 describe('catch-up after an outage, at the claim', () => {

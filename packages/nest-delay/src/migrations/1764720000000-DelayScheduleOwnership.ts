@@ -37,9 +37,7 @@ export class DelayScheduleOwnership1764720000000 implements MigrationInterface {
         ADD COLUMN plan_error    text        NULL,
         ADD COLUMN plan_failures int         NOT NULL DEFAULT 0,
         ADD COLUMN plan_retry_at timestamptz NULL`);
-    await queryRunner.query(
-      `ALTER TABLE delayed_task ADD COLUMN schedule_generation bigint NULL`,
-    );
+    await queryRunner.query(`ALTER TABLE delayed_task ADD COLUMN schedule_generation bigint NULL`);
     await queryRunner.query(`
       CREATE TABLE delay_schedule_missed (
         id            bigserial   PRIMARY KEY,

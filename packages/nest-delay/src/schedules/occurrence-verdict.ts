@@ -46,7 +46,10 @@ export function occurrenceVerdict(t: string, now: string, overdueMs: string): st
  * that holds the row and waits on those tasks. The planner folds the counts
  * into `delay_schedule.missed` (foldMissed).
  */
-export const countMissed = (withdrawn: string, now: string) => `INSERT INTO delay_schedule_missed (schedule_name, missed, at)
+export const countMissed = (
+  withdrawn: string,
+  now: string,
+) => `INSERT INTO delay_schedule_missed (schedule_name, missed, at)
        SELECT schedule_name, count(*), ${now} FROM ${withdrawn}
        WHERE reason LIKE ${literal(WITHDRAWN.missed + '%')}
        GROUP BY schedule_name`;

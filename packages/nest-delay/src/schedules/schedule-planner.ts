@@ -109,10 +109,18 @@ export class SchedulePlanner implements LifecycleService {
     );
     for (const { spec, recurrence } of declared) {
       const first = recurrence.next(nowMs - 1);
-      const changed = await upsertSchedule(db, spec, first === undefined ? null : new Date(first), now);
+      const changed = await upsertSchedule(
+        db,
+        spec,
+        first === undefined ? null : new Date(first),
+        now,
+      );
       if (changed) logger.log(`Schedule ${spec.name}: ${recurrence.describe()}, runs ${spec.type}`);
     }
-    for (const { name, instance_id } of await conflictingDeclarations(db.pool, options.instanceId)) {
+    for (const { name, instance_id } of await conflictingDeclarations(
+      db.pool,
+      options.instanceId,
+    )) {
       logger.warn(
         `Schedule ${name} is declared with another rule by live instance ${instance_id}: this instance's rule, the newest boot's, replaced it`,
       );
@@ -131,7 +139,9 @@ export class SchedulePlanner implements LifecycleService {
     if (undeclared) {
       const removed = await removeUndeclared(db, options.instanceId, new Date(nowMs));
       if (removed.length > 0)
-        logger.log(`Schedules no live instance declares in code any more, removed: ${removed.join(', ')}`);
+        logger.log(
+          `Schedules no live instance declares in code any more, removed: ${removed.join(', ')}`,
+        );
     }
     if (!due) return;
     let inserted = 0;

@@ -77,4 +77,3 @@ export interface ScheduleInfo {
     lastError: string | null;
   } | null;
 }
-
