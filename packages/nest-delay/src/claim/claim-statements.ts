@@ -95,8 +95,11 @@ export async function claimTasks(
   noteId: string,
   alone: boolean,
   gating: ClaimGating = { declared: [] },
-  /** Occurrences due longer ago than this are overdue (schedules/catch-up.ts). */
-  overdueAfterMs = 0,
+  /**
+   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
+   * the runtime passes two of its leases, the default is two default leases.
+   */
+  overdueAfterMs = 60_000,
 ): Promise<Claimed> {
   const line = gating.line;
   const rows = await sql.rows<
