@@ -10,6 +10,7 @@ import {
   type GatedRow,
 } from './claim-statements.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
+import { overdueAfterMs } from '../schedules/catch-up.js';
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';
 import { toTask, type TaskRow } from '../tasks/task-row.js';
@@ -143,6 +144,7 @@ export class ClaimBatch {
         plan.noteId,
         plan.alone,
         gatingOf(plan.gating, known),
+        overdueAfterMs(this.ctx.options.leaseMs),
       );
       claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
       const fates = known
