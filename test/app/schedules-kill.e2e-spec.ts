@@ -11,9 +11,10 @@ import { eventually, json, startApp, type AppProcess } from './app-process.js';
 // Idempotency-Key purge every 2 s. Instances are killed (SIGKILL, mid-claim
 // or mid-plan as it falls) and restarted while it runs: every occurrence
 // runs exactly once, none is lost. Then all are down for longer than the
-// planning window and one comes back: what was planned runs late, the rest
-// follows the catch-up policy ('one': the latest runs, the others are counted
-// missed), so every instant is either run once or counted.
+// planning window and one comes back: every occurrence overdue by then,
+// planned or not, follows the catch-up policy ('one': the latest runs, the
+// others are cancelled as missed or never planned, and counted), so every
+// instant is either run once or counted missed.
 
 const EVERY_MS = 2_000;
 const LEASE_MS = 3_000;
@@ -166,7 +167,9 @@ describeWithServer('a schedule across three instances killed and restarted', () 
     const after = await eventually(
       occurrences,
       (rows) =>
-        rows.filter((r) => new Date(r.at).getTime() <= upAt).every((r) => r.state === 'executed') &&
+        rows
+          .filter((r) => new Date(r.at).getTime() <= upAt)
+          .every((r) => r.state === 'executed' || r.state === 'cancelled') &&
         rows.some((r) => new Date(r.at).getTime() > upAt && r.state === 'executed'),
       20_000,
     );
@@ -184,16 +187,20 @@ describeWithServer('a schedule across three instances killed and restarted', () 
       return at >= firstMs && at <= lastMs;
     });
     // Every instant up to the last run: run exactly once, or counted missed; none twice, none lost.
-    expect(rows.every((r) => r.state === 'executed' && r.runs === 1)).toBe(true);
-    const runAt = new Set(rows.map((r) => new Date(r.at).getTime()));
+    // A planned occurrence the policy dropped is cancelled, and never ran.
+    const dropped = rows.filter((r) => r.state === 'cancelled');
+    expect(dropped.every((r) => r.runs === 0)).toBe(true);
+    const executed = rows.filter((r) => r.state !== 'cancelled');
+    expect(executed.every((r) => r.state === 'executed' && r.runs === 1)).toBe(true);
+    const runAt = new Set(executed.map((r) => new Date(r.at).getTime()));
     const gaps = instants(firstMs, lastMs).filter((at) => !runAt.has(at));
     expect(gaps.length).toBe(missed);
     expect(gaps.every((at) => at > downAt && at < upAt)).toBe(true);
-    // The catch-up ran the latest of them, late, at the restart (and any within a lease of it).
+    // The catch-up ran the latest of them, late, at the restart (and any within two leases of it).
     expect(gaps.length).toBeGreaterThan(0);
     const lastGap = Math.max(...gaps);
     expect(
-      rows.some((r) => new Date(r.at).getTime() > lastGap && new Date(r.at).getTime() < upAt),
+      executed.some((r) => new Date(r.at).getTime() > lastGap && new Date(r.at).getTime() < upAt),
     ).toBe(true);
   }, 300_000);
 });
