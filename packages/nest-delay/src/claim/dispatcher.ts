@@ -192,6 +192,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       this.inFlight--;
       if (gated) this.gatedInFlight--;
       if (alone) this.aloneInFlight = false;
+      this.gate.roomFreed();
       this.pump();
       if (this.idle) {
         this.queue.idle();

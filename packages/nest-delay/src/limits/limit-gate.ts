@@ -177,6 +177,11 @@ export class LimitGate implements LifecycleService {
     this.wake();
   }
 
+  /** A claim ended and the dispatcher's queue shrank: shed tasks may come back. */
+  roomFreed(): void {
+    this.refill();
+  }
+
   /** A pause or resume, or a change of limits, made here: the lines follow at once. */
   changed(type: string, row: Parameters<LimitBook['apply']>[0]): void {
     this.book.apply(row);

@@ -75,4 +75,3 @@ export interface ScheduleInfo {
     lastError: string | null;
   } | null;
 }
-
