@@ -14,9 +14,11 @@ const typeOf = async (type: string) => {
 };
 
 /** The rows shared limits keep per type: what an action must leave alone when it is refused. */
+/** What was set at run time (a limited type's row, written at boot, sets nothing). */
 const stored = () =>
   ctx.t.query(
-    `SELECT type, paused_at, overridden, concurrency, rate_starts, rate_per_ms FROM delay_type_limit ORDER BY type`,
+    `SELECT type, paused_at, overridden, concurrency, rate_starts, rate_per_ms FROM delay_type_limit
+     WHERE paused_at IS NOT NULL OR overridden ORDER BY type`,
   );
 
 const DECLARED = { concurrency: 2, rate: { starts: 50, perMs: 1000 } };

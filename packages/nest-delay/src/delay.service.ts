@@ -6,7 +6,11 @@ import { TaskStateError } from './errors/task-state.error.js';
 import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
-import { dueAtOf, normalizeScheduleRequest, type NormalizedRequest } from './tasks/schedule-request.js';
+import {
+  dueAtOf,
+  normalizeScheduleRequest,
+  type NormalizedRequest,
+} from './tasks/schedule-request.js';
 import {
   insertTask,
   insertTasks,

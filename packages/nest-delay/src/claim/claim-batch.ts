@@ -1,19 +1,14 @@
 import { errorText, noHandlerAtRun } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
+import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
-import {
-  claimTasks,
-  type ClaimGating,
-  type ClaimRow,
-  type GatedRow,
-} from './claim-statements.js';
+import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
+import { LineClaims } from './line-claims.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
-import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';
-import { toTask, type TaskRow } from '../tasks/task-row.js';
+import { toTask } from '../tasks/task-row.js';
 import { writeCharge, writeFate } from '../tasks/transition-statements.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
@@ -33,36 +28,11 @@ import {
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../runtime/delay-context.js';
 import { HandlerCutOff, withDeadline } from './handler-deadline.js';
+import { call, logFate, occurrenceOf, scopeOf, within } from './handler-call.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
+import type { BatchResult, ClaimPlan } from './claim-plan.js';
 
-export interface BatchResult {
-  claimedIds: Set<TaskId>;
-  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
-  gated: GatedRow[];
-  /** A gate's claim found its line's slots held elsewhere, or its type paused. */
-  held: 'busy' | 'paused' | null;
-  /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
-  deferred: TaskId[];
-  /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
-  fates: Fate[];
-  /** The optimistic pass failed and the batch ran again, fenced task by task. */
-  rerun: boolean;
-}
-
-/** One claim's parameters beyond its ids. */
-export interface ClaimPlan {
-  nowMs: number;
-  /** Its attempt note, committed before the claim began; the claim deletes it. */
-  noteId: string;
-  /** A claim of one task that may only run alone: the only kind that charges dead notes. */
-  alone: boolean;
-  /** Limited types: handed to the gate, or (a gate's claim) claimed with a slot of its line. */
-  gating: ClaimGating;
-  /** Run fenced from the start (a savepoint a task), never optimistically then again. */
-  fenced?: boolean;
-  /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
-  onStart?: (row: ClaimRow) => void;
-}
+export type { BatchResult, ClaimPlan } from './claim-plan.js';
 
 /** The optimistic pass failed: rerun fenced, with the fates its failures already decided. */
 class Redo {
@@ -137,19 +107,49 @@ export class ClaimBatch {
     const { sql } = connection;
     try {
       const exhausted = plan.alone ? await this.chargeDeadNotes(connection, ids, plan) : [];
-      const { claimed, deferred, gated, held } = await claimTasks(
-        sql,
-        ids,
-        new Date(plan.nowMs),
-        plan.noteId,
-        plan.alone,
-        gatingOf(plan.gating, known),
-        overdueAfterMs(this.ctx.options.leaseMs),
-      );
-      claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
-      const fates = known
-        ? await this.runFenced(connection, claimed, plan, known, spans)
-        : await this.runOptimistic(connection, claimed, plan, spans);
+      const now = new Date(plan.nowMs);
+      let claimed: ClaimRow[];
+      let taken: Omit<Claimed, 'claimed'> & { left?: TaskId[] };
+      let fates: Fate[] | Redo;
+      if (plan.line) {
+        // A gate's claim: one claim statement before each start (LineClaims), always fenced.
+        const line = new LineClaims(
+          sql,
+          ids,
+          {
+            now,
+            noteId: plan.noteId,
+            alone: plan.alone,
+            overdueAfterMs: overdueAfterMs(this.ctx.options.leaseMs),
+          },
+          plan.line,
+        );
+        fates = await this.runFenced(
+          connection,
+          () => line.next(),
+          plan,
+          known ?? new Map(),
+          spans,
+        );
+        ({ claimed } = line);
+        taken = { deferred: line.deferred, gated: [], held: line.held, left: line.left, withdrawn: [] };
+      } else {
+        ({ claimed, ...taken } = await claimTasks(
+          sql,
+          ids,
+          now,
+          plan.noteId,
+          plan.alone,
+          plan.gating,
+          overdueAfterMs(this.ctx.options.leaseMs),
+        ));
+        claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
+        const rows = claimed.values();
+        const next = async () => rows.next().value;
+        fates = known
+          ? await this.runFenced(connection, next, plan, known, spans)
+          : await this.runOptimistic(connection, claimed, plan, spans);
+      }
       if (fates instanceof Redo) return fates;
       // A handler may have swallowed a database error: then COMMIT rolls
       // everything back instead, and the batch runs again fenced.
@@ -157,12 +157,13 @@ export class ClaimBatch {
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
       if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
       spans?.committed([...exhausted, ...fates]);
-      for (const fate of [...exhausted, ...fates]) this.log(fate);
+      for (const fate of [...exhausted, ...fates]) logFate(this.ctx.logger, fate);
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
-        deferred,
-        gated,
-        held,
+        deferred: taken.deferred,
+        gated: taken.gated,
+        held: taken.held,
+        left: taken.left ?? [],
         fates: [...exhausted, ...fates],
         rerun: false,
       };
@@ -229,16 +230,23 @@ export class ClaimBatch {
     return fates;
   }
 
+  /**
+   * `next` claims (a gate's claim: LineClaims) or hands out the next task,
+   * after the previous task's fate is written and before its savepoint is
+   * released: a fence that fails then would roll back that claim too, so a
+   * gate's claim fails as a whole instead (`strict`).
+   */
   private async runFenced(
     connection: ClaimConnection,
-    claimed: ClaimRow[],
+    next: () => Promise<ClaimRow | undefined>,
     plan: ClaimPlan,
     known: Map<TaskId, Fate>,
     spans: PassSpans | undefined,
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
-    for (const [index, row] of claimed.entries()) {
+    const strict = plan.line !== undefined;
+    for (let index = 0, row = await next(); row; index++, row = await next()) {
       // One round trip per fence: the previous task's savepoint is released
       // and this one's taken in one simple-protocol query.
       if (index === 0) await this.fence(connection, fates, nowMs, `SAVEPOINT ${SAVEPOINT}`);
@@ -248,6 +256,7 @@ export class ClaimBatch {
           fates,
           nowMs,
           `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
+          strict,
         );
       // A task that already failed this attempt is not run a second time in it.
       const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
@@ -256,7 +265,7 @@ export class ClaimBatch {
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
-    if (claimed.length > 0)
+    if (fates.length > 0)
       await this.fence(connection, fates, nowMs, `RELEASE SAVEPOINT ${SAVEPOINT}`);
     return fates;
   }
@@ -272,12 +281,13 @@ export class ClaimBatch {
     fates: Fate[],
     nowMs: number,
     statement: string,
+    strict = false,
   ): Promise<void> {
     try {
       await connection.sql.rows(statement, []);
     } catch (error) {
       const previous = fates[fates.length - 1];
-      if (!previous) throw error;
+      if (!previous || strict) throw error;
       await this.rollbackToSavepoint(connection);
       const failed = fail(previous.row, leftAborted(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
@@ -371,37 +381,6 @@ export class ClaimBatch {
     await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
     AfterCommit.rolledBackToSavepoint(connection.runner);
   }
-
-  /** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
-  private log(fate: Fate): void {
-    const { row } = fate;
-    const name = `Task ${row.id} (${row.type})`;
-    let line: [level: 'warn' | 'error', message: string] | undefined;
-    if (fate.transition === 'retry')
-      line = [
-        'warn',
-        `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`,
-      ];
-    else if (fate.transition === 'exhaust')
-      line = ['error', `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`];
-    else if (fate.transition === 'discard')
-      line = ['error', `${name} dead-lettered at once: ${fate.reason}`];
-    if (line) {
-      const [level, message] = line;
-      runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
-    }
-  }
-}
-
-/**
- * The gating of one pass. A gate's fenced pass only writes the fates its
- * optimistic pass decided (one task, known): it claims without a slot, as it
- * starts no handler, and must not be kept from writing a failure by a slot
- * someone took meanwhile.
- */
-function gatingOf(gating: ClaimGating, known: Map<TaskId, Fate> | undefined): ClaimGating {
-  if (!gating.line || !known || known.size === 0) return gating;
-  return { line: { ...gating.line, concurrency: null }, unslotted: true };
 }
 
 /** A failed attempt's writes are undone before its fate is written. */
@@ -411,34 +390,4 @@ function leftAborted(error: unknown): string {
   return errorText(
     new Error(`handler returned but left its transaction aborted (${errorText(error)})`),
   );
-}
-
-/**
- * A handler's result as a promise: one that throws before its first await
- * rejects it. With spans, it runs under its task's: what it does nests there.
- */
-function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(spans ? spans.within(id, fn) : fn());
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-/** `fn` under the task's span, when there are spans. */
-function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
-  return spans ? spans.within(id, fn) : fn();
-}
-
-function occurrenceOf(row: ClaimRow): Occurrence | undefined {
-  if (row.schedule_name === null || row.occurrence_at === null) return undefined;
-  return {
-    schedule: row.schedule_name,
-    scheduledAt: row.occurrence_at,
-    previousAt: row.previous_occurrence_at,
-  };
-}
-
-function scopeOf(row: TaskRow): CurrentTask {
-  return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
 }

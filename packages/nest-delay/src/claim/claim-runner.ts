@@ -32,8 +32,8 @@ export interface ClaimHost {
 /** A gate's claim: its line, and what to do once each handler started. */
 export interface LineClaim {
   gated: GateClaim;
-  /** The rate credits taken for it, in the order its handlers start. */
-  credits?: number[];
+  /** The rate credit the next start will use (undefined: none taken, no rate known here). */
+  nextCredit?: () => number | undefined;
   onStart?: () => void;
 }
 
@@ -101,16 +101,14 @@ export class ClaimRunner {
         nowMs,
         noteId,
         alone,
-        gating: gated
-          ? {
-              line: {
-                type: gated.line.type,
-                key: gated.line.key,
-                concurrency: gated.declared.concurrency,
-                credits: line?.credits && { credits: line.credits, holder: ctx.options.instanceId },
-              },
-            }
-          : { declared: this.gate.declaredTypes() },
+        gating: { declared: gated ? [] : this.gate.declaredTypes() },
+        line: gated && {
+          type: gated.line.type,
+          key: gated.line.key,
+          concurrency: gated.declared.concurrency,
+          paced: gated.declared.rate !== null,
+          credits: line?.nextCredit && { holder: ctx.options.instanceId, next: line.nextCredit },
+        },
         // A gate's tasks run fenced from the start: a failure never starts a handler twice.
         fenced: gated !== undefined,
         onStart: line?.onStart,
@@ -150,7 +148,11 @@ export class ClaimRunner {
     // A gate's deferred and held tasks go back to its line (GateClaims.run).
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
     if (result.held) return result;
-    const passed = new Set([...result.deferred, ...result.gated.map((row) => row.id)]);
+    const passed = new Set([
+      ...result.deferred,
+      ...result.gated.map((row) => row.id),
+      ...result.left,
+    ]);
     const missing = ids.filter((id) => !result.claimedIds.has(id) && !passed.has(id));
     if (missing.length > 0) await this.recheck(missing);
     return result;

@@ -1,6 +1,6 @@
 import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
-import { LIMIT_LOCK_CLASS, slotLockKey } from '../limits/limit-statements.js';
+import { LIMIT_LOCK_CLASS, PAUSE_LOCK_CLASS, seatLockKey } from '../limits/limit-statements.js';
 import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
@@ -39,33 +39,49 @@ export interface Claimed {
   deferred: TaskId[];
   /** Due tasks of types with a limit or a pause: each waits in the limit gate. */
   gated: GatedRow[];
-  /** A gate's claim found no slot free ('busy') or the type paused ('paused'). */
-  held: 'busy' | 'paused' | null;
+  /** Why a gate's claim claimed nothing (see LineRefusal); null: not refused. */
+  held: LineRefusal | null;
   /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
   withdrawn: TaskId[];
 }
 
+// --- [limits] the gate's claim of one task of a line (issue 27; limits/limit-statements.ts) ---
+/**
+ * Why a gate's claim of a task was refused, decided by the database in the
+ * claim statement: the type is paused (or a pause is being committed),
+ * its concurrency seats are all held elsewhere, or a rate is in force and
+ * the claim holds no credit for it (its instance's picture of the limits was
+ * stale, or its credits were reaped by a takeover).
+ */
+export type LineRefusal = 'paused' | 'busy' | 'unpaced';
+
 /** How a claim treats limited types (see limit-statements.ts). */
 export type ClaimGating =
   /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */
-  | { declared: string[]; line?: undefined; unslotted?: undefined }
+  | { declared: string[]; line?: undefined }
   /**
    * The gate's claim of one task of a line: claimed only while its type is
-   * not paused and, under a concurrency limit (the run-time one when set,
-   * else `concurrency`), with a slot taken for the transaction.
+   * not paused (read after taking the type's pause lock shared, so a pause
+   * being committed waits for this transaction) and, under a concurrency
+   * limit (the run-time one when set, else `concurrency`), with a seat taken
+   * for the transaction; under a rate (the run-time one when set, else the
+   * declared one when `paced`), only with a credit this instance still holds.
    */
   | {
       line: {
         type: string;
         key: string;
         concurrency: number | null;
+        /** The declared limits include a rate (a run-time override decides otherwise). */
+        paced?: boolean;
+        /** A seat was taken by an earlier claim in this transaction: it is still held. */
+        seated?: boolean;
         /** The rate credits taken for these starts: claimed only while this instance still holds them all. */
         credits?: { credits: number[]; holder: string };
       };
-      /** Claimed with no slot and whatever the pause: it only writes a fate already decided. */
-      unslotted?: boolean;
       declared?: undefined;
     };
+// --- [limits] end ---
 
 /**
  * The claim: takes the due, still pending tasks among `ids` inside the
@@ -85,8 +101,9 @@ export type ClaimGating =
  *
  * Shared limits (`gating`): a claim of fired tasks leaves those of limited
  * or paused types unclaimed and returns them in `gated`; the limit gate then
- * claims each with its line, and that claim takes a concurrency slot (a
- * transaction-scoped advisory lock) in this same statement, before the task.
+ * claims its tasks one at a time, each claim in this same statement taking
+ * a concurrency seat (a transaction-scoped advisory lock), reading the pause
+ * and checking the rate credit, before the task.
  */
 export async function claimTasks(
   sql: Sql,
@@ -106,47 +123,74 @@ export async function claimTasks(
     Wire<ClaimRow> & {
       deferred: TaskId[];
       gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
-      slots: number;
-      slot_ok: boolean;
+      refused: LineRefusal | null;
       withdrawn: TaskId[];
     }
   >(
     `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3
+     ),
+     -- [limits] A gate's claim: the type's pause lock shared first (a pause
+     -- being committed holds it exclusively: refused), then the type's row
+     -- read with FOR KEY SHARE, which returns its latest committed version
+     -- (a pause or change committed since this statement's snapshot), and
+     -- blocks no update of it. See limit-statements.ts.
+     pause_lock AS (
+       SELECT $6::text IS NULL OR $9::boolean
+              OR pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
+     ), limits AS (
+       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts
+       FROM delay_type_limit l, pause_lock
+       WHERE l.type = $6 AND pause_lock.ok AND NOT $9::boolean
+       FOR KEY SHARE OF l
      ), gate AS (
-       SELECT CASE WHEN $6::text IS NULL OR $9::boolean THEN -1
-                   WHEN l.paused_at IS NOT NULL THEN 0
-                   WHEN l.overridden THEN COALESCE(l.concurrency, -1)
-                   ELSE COALESCE($8::int, -1) END AS slots
-       FROM (SELECT 1) one LEFT JOIN delay_type_limit l ON l.type = $6
-     ), slot AS (
-       SELECT slots, ($10::int[] IS NULL OR cardinality($10::int[]) = (
-         SELECT count(*) FROM delay_limit_credit c
-         WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($10::int[]) AND c.holder = $11
-           AND c.used_at = 'infinity'
-       )) AND (slots < 0 OR EXISTS (
-         SELECT 1 FROM generate_series(0, slots - 1) s
-         WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${slotLockKey('$6', '$7', 's')})
-       )) AS ok FROM gate
+       SELECT $6::text IS NOT NULL AND NOT $9::boolean AS line,
+              NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
+              CASE WHEN l.overridden THEN l.concurrency ELSE $8::int END AS seats,
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL ELSE $12::boolean END AS paced
+       FROM (SELECT 1) one LEFT JOIN limits l ON true
+     ), line_check AS (
+       -- In order, each only if the one before passed: no seat is taken for a paused type.
+       SELECT CASE
+         WHEN NOT line THEN NULL
+         WHEN paused THEN 'paused'
+         -- Credits verified held, and the instance's lease row locked (FOR KEY
+         -- SHARE) until this transaction ends: a takeover, which deletes that
+         -- row and reaps the credits in one statement, cannot happen while
+         -- this claim's handlers start (releaseExpiredInstances skips it).
+         WHEN $10::int[] IS NOT NULL AND NOT (cardinality($10::int[]) = (
+           SELECT count(*) FROM delay_limit_credit c
+           WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($10::int[]) AND c.holder = $11
+             AND c.used_at = 'infinity'
+         ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $11 FOR KEY SHARE OF i))
+           THEN 'unpaced'
+         WHEN $10::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
+         WHEN seats IS NOT NULL AND NOT $13::boolean AND NOT EXISTS (
+           SELECT 1 FROM generate_series(0, seats - 1) s
+           WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$6', '$7', 's')})
+         ) THEN 'busy'
+       END AS refused
+       FROM gate
+     -- [limits] end
      ), due AS (
        SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
               $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE WHEN l.overridden
                 THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
                 ELSE t.type = ANY($5::text[]) END) AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              ${occurrenceVerdict('t', '$2', '$12')} AS withdrawn
+              ${occurrenceVerdict('t', '$2', '$14')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
-         AND (SELECT ok FROM slot)
+         AND (SELECT refused IS NULL FROM line_check)
        FOR UPDATE OF t SKIP LOCKED
-     ), listed AS (
-       SELECT DISTINCT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
-       WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
-         AND a.recorded_at >= pg_postmaster_start_time() AND task_id IN (SELECT id FROM due)
      ), withdrawn AS (
        ${withdrawOccurrences('due', '$2')}
      ), missed AS (
        ${countMissed('withdrawn', '$2')}
+     ), listed AS (
+       SELECT DISTINCT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
+       WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
+         AND a.recorded_at >= pg_postmaster_start_time() AND task_id IN (SELECT id FROM due)
      ), runnable AS (
        SELECT id FROM due
        WHERE NOT gated AND withdrawn IS NULL
@@ -164,16 +208,15 @@ export async function claimTasks(
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
      )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.slots, left_over.slot_ok,
-            left_over.withdrawn
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn
      FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
                         AND id NOT IN (SELECT id FROM runnable)) AS deferred,
                   ARRAY(SELECT id FROM withdrawn) AS withdrawn,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
                                                      'due', ${epochMs('due_at')}))
                    FROM due WHERE gated AND withdrawn IS NULL) AS gated,
-                  slot.slots, slot.ok AS slot_ok
-           FROM slot) left_over
+                  line_check.refused
+           FROM line_check) left_over
      LEFT JOIN claimed ON true`,
     [
       ids,
@@ -184,9 +227,11 @@ export async function claimTasks(
       line?.type ?? null,
       line?.key ?? null,
       line?.concurrency ?? null,
-      gating.line !== undefined && gating.unslotted === true,
-      gating.unslotted ? null : (line?.credits?.credits ?? null),
+      false, // [limits] $9 unused since gate claims are always fenced (kept to leave the numbering)
+      line?.credits?.credits ?? null,
       line?.credits?.holder ?? null,
+      line?.paced ?? false,
+      line?.seated ?? false,
       overdueAfterMs,
     ],
   );
@@ -200,7 +245,7 @@ export async function claimTasks(
       payload: g.payload,
       dueAtMs: Math.floor(g.due),
     })),
-    held: !first || first.slot_ok ? null : first.slots === 0 ? 'paused' : 'busy',
+    held: first?.refused ?? null,
     withdrawn: first?.withdrawn ?? [],
   };
 }

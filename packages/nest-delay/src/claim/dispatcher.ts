@@ -23,6 +23,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** Of those, the gate's claims (one line's tasks each). */
   private gatedInFlight = 0;
   private aloneInFlight = false;
+  /** The last claim launched was the gate's: a batch waiting goes next (turns). */
+  private gateWentLast = false;
   private _stopped = false;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
@@ -41,6 +43,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       registry,
       () => this.pump(),
       (ids) => this.enqueue(ids),
+      () => this.queue.size,
     );
     this.runner = new ClaimRunner(ctx, registry, wheel, this.gate, this);
     this.gateClaims = new GateClaims(ctx, this.gate, this.runner);
@@ -85,9 +88,14 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     this.queue.claimEnded(ids);
   }
 
-  /** Resolves once fewer than `size` ids wait in the queue (or on stop): a reader's back-pressure. */
+  /**
+   * Resolves once fewer than `size` ids wait in the queue and in the gate's
+   * lines that may start now (or on stop): a reader's back-pressure. Lines
+   * that wait (paused, a rate, seats held elsewhere) do not count: they would
+   * hold up every other type's backlog; the gate sheds what it cannot hold.
+   */
   async room(size: number): Promise<void> {
-    while (!this._stopped && this.queue.size >= size)
+    while (!this._stopped && this.queue.size + this.gate.readySize >= size)
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
@@ -138,6 +146,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   }
 
   private pump(): void {
+    // The gate's ready lines count in the room: it changes with them too.
+    this.wake(this.roomWaiters);
     while (!this._stopped && !this.aloneInFlight) {
       if (this.queue.hasAlone) {
         // Wait for the claims in flight to end, then run it by itself.
@@ -145,10 +155,16 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         return;
       }
       if (this.inFlight >= this.ctx.concurrency) return;
-      // The gate's claims take turns with batches and never take every
-      // worker: tasks of unlimited types always have a claim to go to.
-      const gateRoom = this.gatedInFlight < Math.max(1, this.ctx.concurrency - 1);
-      const gateTurn = gateRoom && (this.gatedInFlight === 0 || !this.queue.hasWaiting);
+      // The gate's claims take turns with batches: after a gate's claim, a
+      // batch waiting goes first. With more than one worker they never take
+      // them all, so tasks of unlimited types always have one to go to; with
+      // one, turns are what keeps them from waiting behind every gate claim.
+      const { concurrency } = this.ctx;
+      const gateRoom = concurrency === 1 || this.gatedInFlight < concurrency - 1;
+      const gateTurn =
+        gateRoom &&
+        !(this.gateWentLast && this.queue.hasWaiting) &&
+        (this.gatedInFlight === 0 || !this.queue.hasWaiting);
       const gated = gateTurn ? this.gate.next(this.inFlight === 0) : undefined;
       if (gated) {
         this.launch(
@@ -165,6 +181,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
 
   private launch(ids: TaskId[], alone: boolean, gated?: GateClaim): void {
     this.inFlight++;
+    this.gateWentLast = gated !== undefined;
     if (gated) this.gatedInFlight++;
     this.aloneInFlight = alone;
     const claim = () =>
@@ -175,8 +192,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       this.inFlight--;
       if (gated) this.gatedInFlight--;
       if (alone) this.aloneInFlight = false;
+      this.gate.roomFreed();
       this.pump();
-      this.wake(this.roomWaiters);
       if (this.idle) {
         this.queue.idle();
         this.wake(this.idleWaiters);

@@ -50,7 +50,14 @@ export async function releaseExpiredInstances(
 ) {
   await sql.rows(
     `WITH dead AS (
-       DELETE FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2 RETURNING id
+       -- SKIP LOCKED: an instance whose gate claim still runs keeps its row
+       -- locked (FOR KEY SHARE, claimTasks) and is taken over at a later
+       -- heartbeat, once that claim has ended: its credits are reaped after
+       -- its last start, never under a handler about to start on them.
+       DELETE FROM delay_instance WHERE id IN (
+         SELECT id FROM delay_instance WHERE id = ANY($1::text[]) AND lease_until < $2
+         FOR UPDATE SKIP LOCKED
+       ) RETURNING id
      ), credits AS (
        -- Rate credits they left in flight: whatever they started, they started before now.
        UPDATE delay_limit_credit c SET used_at = clock_timestamp(), holder = NULL

@@ -3,12 +3,7 @@ import { DelayValidationError } from '../errors/delay-validation.error.js';
 import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
-import {
-  countWaiting,
-  readTypeLimits,
-  setPaused,
-  writeOverride,
-} from './limit-statements.js';
+import { countWaiting, readTypeLimits, setPaused, writeOverride } from './limit-statements.js';
 import { LimitBook } from './limit-book.js';
 import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from './task-limit.js';
 

@@ -14,10 +14,12 @@ import {
  * The limits' side of a gate's claim of one line's tasks: rate credits
  * first, in a statement of their own (as many as free, up to one a task;
  * none: the line waits until one frees), then the claim (ClaimRunner), which
- * takes one concurrency slot for them all and runs them one after another,
- * fenced, so that no handler starts twice. Each credit is stamped once its
- * handler has started; those unused are put back. What the claim came to
- * goes back to the gate (LimitGate.ended).
+ * claims them one at a time (LineClaims: each claim statement reads the
+ * pause and checks the credit its start will use), holds one concurrency
+ * seat for them all and runs them one after another, fenced, so that no
+ * handler starts twice. Each credit is stamped once its handler has started;
+ * those unused are put back. What the claim came to goes back to the gate
+ * (LimitGate.ended).
  */
 export class GateClaims {
   /** Rate credits being stamped after their starts. */
@@ -79,7 +81,8 @@ export class GateClaims {
         items[0].alone,
         {
           gated: { ...gated, items },
-          credits: taken?.map((credit) => credit.credit),
+          // Each claim checks the credit its start will use: the next unused.
+          nextCredit: taken ? () => taken[used]?.credit : undefined,
           onStart: () => {
             const credit = taken?.[used++];
             if (credit) this.stamp(line.type, line.key, credit.credit);
@@ -89,19 +92,19 @@ export class GateClaims {
       if (ended === 'cut-off') {
         if (outcome.kind !== 'rate') outcome = { kind: 'ran' };
       } else if (ended) {
-        if (ended.held) {
-          outcome = { kind: ended.held };
-          back.push(...items);
-        } else {
-          if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
-          // Cut off last time: again, alone.
-          const deferred = new Set(ended.deferred);
-          back.push(
-            ...items
-              .filter((item) => deferred.has(item.id))
-              .map((item) => ({ ...item, alone: true })),
-          );
-        }
+        const left = new Set(ended.left);
+        const deferred = new Set(ended.deferred);
+        // Not tried (a refusal, or its time ran out): back to the line as they were.
+        back.push(...items.filter((item) => left.has(item.id)));
+        // Cut off last time: again, alone.
+        back.push(
+          ...items
+            .filter((item) => deferred.has(item.id))
+            .map((item) => ({ ...item, alone: true })),
+        );
+        if (ended.held === 'unpaced') outcome = { kind: 'stale' };
+        else if (ended.held) outcome = { kind: ended.held };
+        else if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
       }
     } catch (error) {
       ctx.logger.error(`Taking rate credits for ${line.type} failed: ${errorText(error)}`);

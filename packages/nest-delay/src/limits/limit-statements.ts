@@ -1,16 +1,25 @@
 import type { ResolvedLimit } from './task-limit.js';
 import type { Sql } from '../store/sql.js';
+import { PENDING } from '../tasks/pending.js';
+import type { DueRow } from '../tasks/task-row.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
  *
- * Concurrency: a slot is a transaction-scoped advisory lock, (LIMIT_LOCK_CLASS,
- * hash of type, key and slot number), taken by the claim of the task it lets
- * run (claimTasks) and released by that claim's COMMIT or ROLLBACK, or by
- * its session's end when the process dies. The handler runs inside the
- * claim, so it runs only while its slot is held. Nothing to clean up, and
+ * Concurrency: a seat is a transaction-scoped advisory lock, (LIMIT_LOCK_CLASS,
+ * hash of type, key and seat number), taken by the claim of the first task
+ * it lets run (claimTasks) and released by that claim's COMMIT or ROLLBACK,
+ * or by its session's end when the process dies. The handlers run inside the
+ * claim, so they run only while its seat is held. Nothing to clean up, and
  * nothing survives a transaction on a pooled server session. Two keys whose
- * hashes collide share slots: they may wait for each other, never exceed.
+ * hashes collide share seats: they may wait for each other, never exceed.
+ *
+ * Pause: `pause()` commits its row while holding the type's pause lock
+ * (PAUSE_LOCK_CLASS, hash of type) exclusively; each claim of a gate takes
+ * it shared (a try: refused while a pause holds or waits for it) and keeps
+ * it to its transaction's end, and reads the row after taking it, before
+ * each task. So pause() returns once the gate's claims of the type running
+ * then have ended, and none starts a handler of it afterwards.
  *
  * Rate: `delay_limit_credit` holds `starts` rows per type and key. A start
  * takes a credit last used at least `per` ago, marking it in flight
@@ -24,10 +33,11 @@ import type { Sql } from '../store/sql.js';
  * is taken over (reapCredits), which is later than any start it made.
  */
 export const LIMIT_LOCK_CLASS = 0x6e64_6c6d; // 'ndlm'
+export const PAUSE_LOCK_CLASS = 0x6e64_6c70; // 'ndlp'
 
-/** SQL for a slot's lock key: type, key and slot number hashed together. */
-export function slotLockKey(type: string, key: string, slot: string): string {
-  return `hashtext(${type} || E'\\x1f' || ${key} || E'\\x1f' || ${slot}::text)`;
+/** SQL for a seat's lock key: type, key and seat number hashed together. */
+export function seatLockKey(type: string, key: string, seat: string): string {
+  return `hashtext(${type} || E'\\x1f' || ${key} || E'\\x1f' || ${seat}::text)`;
 }
 
 /**
@@ -59,15 +69,38 @@ export function readTypeLimits(sql: Sql): Promise<TypeLimitRow[]> {
   );
 }
 
-/** Pauses a type (`paused` true) or resumes it; a pause keeps the time it began. */
+/**
+ * Pauses a type (`paused` true) or resumes it; a pause keeps the time it
+ * began. A pause takes the type's pause lock exclusively first (see above):
+ * it commits, and returns, once the gate's claims of the type have ended.
+ */
 export async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
   await sql.rows(
-    `INSERT INTO delay_type_limit (type, paused_at, updated_at)
-     VALUES ($1, CASE WHEN $2::boolean THEN $3::timestamptz END, $3)
+    `WITH pause_lock AS (
+       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_LOCK_CLASS}, hashtext($1)) END
+     )
+     INSERT INTO delay_type_limit (type, paused_at, updated_at)
+     SELECT $1, CASE WHEN $2::boolean THEN $3::timestamptz END, $3 FROM pause_lock
      ON CONFLICT (type) DO UPDATE
        SET paused_at = CASE WHEN $2::boolean THEN COALESCE(delay_type_limit.paused_at, $3) END,
            updated_at = $3`,
     [type, paused, now],
+  );
+}
+
+/**
+ * A row for each type limited in code, written at boot (nothing set: the
+ * declared limits hold). A claim reads its type's row with FOR KEY SHARE,
+ * which sees a pause committed since the claim's snapshot only if the row
+ * existed then: with the row there from boot, a first pause is seen too.
+ */
+export async function ensureTypeRows(sql: Sql, types: string[], now: Date): Promise<void> {
+  if (types.length === 0) return;
+  await sql.rows(
+    `INSERT INTO delay_type_limit (type, updated_at)
+     SELECT type, $2 FROM unnest($1::text[]) AS types(type)
+     ON CONFLICT (type) DO NOTHING`,
+    [types, now],
   );
 }
 
@@ -243,21 +276,21 @@ export async function reapCredits(sql: Sql, holders: string[]): Promise<void> {
 }
 
 /**
- * Of lines waiting for a slot elsewhere, those with one free now. Each try
- * lock is released at the end of the statement: this only looks.
+ * Of lines waiting for a seat held elsewhere, those with one free now. Each
+ * try lock is released at the end of the statement: this only looks.
  */
-export async function freeSlots(
+export async function freeSeats(
   sql: Sql,
-  lines: Array<{ type: string; key: string; slots: number }>,
+  lines: Array<{ type: string; key: string; seats: number }>,
 ): Promise<boolean[]> {
   if (lines.length === 0) return [];
   const rows = await sql.rows<{ i: number; free: boolean }>(
     `SELECT i, EXISTS (
-       SELECT 1 FROM generate_series(0, l.slots - 1) s
-       WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${slotLockKey('l.type', 'l.key', 's')})
+       SELECT 1 FROM generate_series(0, l.seats - 1) s
+       WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('l.type', 'l.key', 's')})
      ) AS free
-     FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS l(type, key, slots, i)`,
-    [lines.map((l) => l.type), lines.map((l) => l.key), lines.map((l) => l.slots)],
+     FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS l(type, key, seats, i)`,
+    [lines.map((l) => l.type), lines.map((l) => l.key), lines.map((l) => l.seats)],
   );
   const free = new Array<boolean>(lines.length).fill(false);
   for (const row of rows) free[Number(row.i) - 1] = row.free;
@@ -294,4 +327,27 @@ export async function countWaiting(
     [types, now, cap],
   );
   return new Map(rows.map((row) => [row.type, Number(row.waiting)]));
+}
+
+/**
+ * The next page of one type's due tasks that this instance leases or no
+ * instance does, in due order after the keyset `after`: the tasks its gate
+ * shed when full, read back once it has room (LimitGate.refill). Reads only.
+ */
+export function findWaiting(
+  sql: Sql,
+  type: string,
+  instanceId: string,
+  now: Date,
+  after: DueRow | null,
+  limit: number,
+): Promise<DueRow[]> {
+  return sql.rows<DueRow>(
+    `SELECT id, due_at FROM delayed_task
+     WHERE type = $1 AND (locked_by IS NULL OR locked_by = $2) AND ${PENDING} AND due_at <= $3
+       AND (due_at, id) > ($4::timestamptz, $5::bigint)
+     ORDER BY due_at, id
+     LIMIT $6`,
+    [type, instanceId, now, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
+  );
 }

@@ -51,7 +51,21 @@ export const CLOCK_CORRECTION_ALARM_MS = 2_000;
 export const SCHEDULES_PER_PLAN = 100;
 
 /**
- * A limit's line whose slots are all held by other instances looks again
+ * A gate's claim takes no next task once it has run this long (real time):
+ * its transaction, which holds its tasks' row locks, its seat and the xmin
+ * horizon, outlives this by at most one handler's run.
+ */
+export const GATE_CLAIM_MAX_MS = 1000;
+/**
+ * Tasks the limit gate holds in memory, in pages of a full claim round
+ * (batchSize × concurrency): those beyond stay in the table, and are read
+ * again, by type, once the gate has room (LimitGate.refill).
+ */
+export const GATE_CAPACITY_PAGES = 4;
+/** The gate holds at least this many tasks, however small the pages. */
+export const GATE_CAPACITY_MIN = 1000;
+/**
+ * A limit's line whose seats are all held by other instances looks again
  * after this, doubling up to LIMIT_BUSY_MAX_RETRY_MS: one statement for all
  * such lines (LimitGate.lookAgain). Its own claims ending wake it at once.
  */

@@ -1,0 +1,39 @@
+import type { Fate } from '../tasks/task-transitions.js';
+import type { TaskId } from '../task.types.js';
+import type { ClaimGating, ClaimRow, GatedRow, LineRefusal } from './claim-statements.js';
+import type { LineGating } from './line-claims.js';
+
+/* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */
+
+export interface BatchResult {
+  claimedIds: Set<TaskId>;
+  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
+  gated: GatedRow[];
+  /** Why a gate's claim stopped short: its type paused, its seats held elsewhere, no credit for a rate. */
+  held: LineRefusal | null;
+  /** A gate's claim: tasks it did not try (it stopped short, or ran its time): back to their line. */
+  left: TaskId[];
+  /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
+  deferred: TaskId[];
+  /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
+  fates: Fate[];
+  /** The optimistic pass failed and the batch ran again, fenced task by task. */
+  rerun: boolean;
+}
+
+/** One claim's parameters beyond its ids. */
+export interface ClaimPlan {
+  nowMs: number;
+  /** Its attempt note, committed before the claim began; the claim deletes it. */
+  noteId: string;
+  /** A claim of one task that may only run alone: the only kind that charges dead notes. */
+  alone: boolean;
+  /** Limited types, in a claim of fired tasks: handed to the gate. */
+  gating: ClaimGating;
+  /** A gate's claim: its tasks claimed one at a time under their line's limits (LineClaims). */
+  line?: LineGating;
+  /** Run fenced from the start (a savepoint a task), never optimistically then again. */
+  fenced?: boolean;
+  /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
+  onStart?: (row: ClaimRow) => void;
+}

@@ -1,0 +1,170 @@
+import fc from 'fast-check';
+import { GateLines, type GateLinesConfig } from './gate-lines.js';
+import { LimitBook } from './limit-book.js';
+import type { ResolvedLimit } from './task-limit.js';
+
+const config: GateLinesConfig = {
+  batchSize: 50,
+  spread: 4,
+  capacity: 1000,
+  firstBackoffMs: 10,
+  maxBackoffMs: 1000,
+};
+
+function linesWith(
+  declared: Record<string, ResolvedLimit>,
+  overrides: Partial<GateLinesConfig> = {},
+) {
+  const book = new LimitBook((type) => declared[type]);
+  return { book, lines: new GateLines((type) => book.of(type), { ...config, ...overrides }) };
+}
+
+const one: ResolvedLimit = { concurrency: 1, rate: null };
+
+describe('GateLines', () => {
+  it('hands each line its tasks in due order, whatever order they came in', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            dueAtMs: fc.integer({ min: 0, max: 50 }),
+            key: fc.constantFrom('a', 'b', 'c'),
+          }),
+          {
+            minLength: 1,
+            maxLength: 60,
+          },
+        ),
+        (tasks) => {
+          const { lines } = linesWith({ t: one }, { batchSize: 1 });
+          tasks.forEach((task, i) =>
+            lines.add({ id: String(i + 1), type: 't', key: task.key, dueAtMs: task.dueAtMs }, 100),
+          );
+          const taken = new Map<string, Array<[number, number]>>();
+          for (let claim = lines.next(100, true); claim; claim = lines.next(100, true)) {
+            for (const item of claim.items)
+              taken.set(claim.line.key, [
+                ...(taken.get(claim.line.key) ?? []),
+                [item.dueAtMs, Number(item.id)],
+              ]);
+            lines.ended(claim, { kind: 'ran' }, [], 100);
+          }
+          let total = 0;
+          for (const order of taken.values()) {
+            total += order.length;
+            const sorted = [...order].sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+            expect(order).toEqual(sorted);
+          }
+          expect(total).toBe(tasks.length);
+        },
+      ),
+    );
+  });
+
+  it('never runs more claims of a line at once than its concurrency', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 40 }),
+        (concurrency, count) => {
+          const { lines } = linesWith({ t: { concurrency, rate: null } });
+          for (let i = 0; i < count; i++)
+            lines.add({ id: String(i + 1), type: 't', key: '', dueAtMs: i }, 100);
+          let running = 0;
+          while (lines.next(100, true)) running++;
+          expect(running).toBeLessThanOrEqual(concurrency);
+          expect(running).toBeGreaterThanOrEqual(1);
+        },
+      ),
+    );
+  });
+
+  it('gives heads due together turns: the line that waited longest since its last claim goes first', () => {
+    const { lines } = linesWith({ t: one }, { batchSize: 1 });
+    for (const key of ['a', 'b', 'c'])
+      for (let i = 0; i < 3; i++) lines.add({ id: `${key}${i}`, type: 't', key, dueAtMs: 0 }, 100);
+    const order: string[] = [];
+    for (let claim = lines.next(100, true); claim; claim = lines.next(100, true)) {
+      order.push(claim.line.key);
+      lines.ended(claim, { kind: 'ran' }, [], 100);
+    }
+    // Round robin, not a line drained before the next starts.
+    expect(order.slice(0, 3).sort()).toEqual(['a', 'b', 'c']);
+    expect(order.slice(3, 6).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('holds a paused type, and sheds beyond its capacity', () => {
+    const { lines, book } = linesWith({ t: one }, { capacity: 5 });
+    book.apply({ type: 't', paused_at: new Date(0) });
+    const added = Array.from({ length: 8 }, (_, i) =>
+      lines.add({ id: String(i + 1), type: 't', key: '', dueAtMs: i }, 100),
+    );
+    expect(added.filter((a) => a === 'added')).toHaveLength(5);
+    expect(added.filter((a) => a === 'shed')).toHaveLength(3);
+    expect(lines.size).toBe(5);
+    expect(lines.next(100, true)).toBeUndefined();
+    book.apply({ type: 't', paused_at: null });
+    expect(lines.next(100, true)?.items.map((item) => item.id)).toEqual(['1', '2', '3', '4', '5']);
+  });
+
+  it('waits after a busy answer, doubling, and tries at once when a claim of its own ends', () => {
+    const { lines } = linesWith({ t: { concurrency: 2, rate: null } }, { batchSize: 1 });
+    for (let i = 0; i < 4; i++) lines.add({ id: String(i + 1), type: 't', key: '', dueAtMs: i }, 0);
+    const a = lines.next(0, true)!;
+    const b = lines.next(0, true)!;
+    lines.ended(b, { kind: 'busy' }, b.items, 0);
+    expect(lines.nextWakeMs()).toBe(10);
+    expect(lines.hasReady(5)).toBe(false);
+    lines.ended(a, { kind: 'ran' }, [], 5);
+    expect(lines.hasReady(5)).toBe(true);
+  });
+});
+
+describe('LimitBook', () => {
+  it('puts a run-time override in place of the declared limits, field for field, and a reset back', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 1, max: 10 })),
+        fc.option(
+          fc.record({
+            starts: fc.integer({ min: 1, max: 10 }),
+            perMs: fc.integer({ min: 1, max: 1e6 }),
+          }),
+        ),
+        fc.boolean(),
+        (concurrency, rate, paused) => {
+          const declared: ResolvedLimit = { concurrency: 3, rate: null };
+          const book = new LimitBook(() => declared);
+          book.replace([
+            {
+              type: 't',
+              paused_at: paused ? new Date(1) : null,
+              overridden: true,
+              concurrency,
+              rate_starts: rate?.starts ?? null,
+              rate_per_ms: rate ? String(rate.perMs) : null,
+              updated_at: new Date(1),
+            },
+          ]);
+          const limits = book.of('t');
+          expect(limits.effective).toEqual({ concurrency, rate });
+          expect(limits.declared).toBe(declared);
+          expect(book.gates('t')).toBe(paused || concurrency !== null || rate !== null);
+          book.apply({ type: 't', overridden: false });
+          expect(book.of('t').effective).toBe(declared);
+          expect(book.gates('t')).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('knows nothing of a type without a row: its declared limits hold, unpaused', () => {
+    const book = new LimitBook(() => undefined);
+    expect(book.of('x')).toMatchObject({
+      override: null,
+      pausedAt: null,
+      effective: { concurrency: null, rate: null },
+    });
+    expect(book.gates('x')).toBe(false);
+  });
+});

@@ -1,0 +1,368 @@
+import { compareIds } from '../task-ref.js';
+import type { TaskId } from '../task.types.js';
+import type { TypeLimits } from './limit-book.js';
+import type { ResolvedLimit } from './task-limit.js';
+
+/**
+ * The limit gate's lines, with no clock, timer or database of their own
+ * (the caller passes `nowMs`): which waiting task goes next, in what share,
+ * and how a line waits after its claim. Unit-tested on its own
+ * (gate-lines.spec.ts); LimitGate runs it.
+ *
+ * Words (docs/limits.md): a task held back by a limit or a pause is
+ * *waiting*; a concurrency limit's unit is a *seat*; a rate's is a *credit*.
+ */
+
+/** One task waiting behind its line's limit. */
+export interface GateItem {
+  id: TaskId;
+  dueAtMs: number;
+  /** When it came to the gate: its wait for the limit counts from here. */
+  sinceMs: number;
+  /** Its last attempt was cut off: its claim must run alone. */
+  alone: boolean;
+}
+
+/** A type and key with limits of their own: its tasks wait here in due order. */
+export interface Line {
+  readonly type: string;
+  readonly key: string;
+  readonly waiting: GateItem[];
+  /** Its claims in flight on this instance. */
+  running: number;
+  /** Not before this (a rate credit frees, or a look again after a busy seat). */
+  readyAtMs: number;
+  /** Why it last could not start: a seat held elsewhere is looked at before trying again. */
+  blocked: 'busy' | 'rate' | null;
+  backoffMs: number;
+  /** When it last started a claim (a count): among heads due together, the line that waited longest goes first. */
+  turn: number;
+  /**
+   * A claim of it is taking a rate credit: the next waits, so credits go in
+   * due order rather than to whichever claim reaches the database first.
+   */
+  takingCredit: boolean;
+}
+
+/** What one gate claim came to, for its line. */
+export type GateOutcome =
+  | { kind: 'ran' }
+  /** Nothing to learn: its tasks were gone, or the claim failed as a whole (the dispatcher holds them). */
+  | { kind: 'done' }
+  /** Its line's seats are all held elsewhere. */
+  | { kind: 'busy' }
+  | { kind: 'paused' }
+  /** Fewer credits than tasks: the next frees at `nextFreeMs` (null: unknown). */
+  | { kind: 'rate'; nextFreeMs: number | null }
+  /** The database found a rate in force that this instance's picture lacked: read the limits again. */
+  | { kind: 'stale' };
+
+/**
+ * A claim the gate asks for: tasks of one line, in due order, under the
+ * limits in force. They run one after another in one transaction, which
+ * holds one concurrency seat and a rate credit for each start.
+ */
+export interface GateClaim {
+  line: Line;
+  items: GateItem[];
+  /** The handler's declared limits: the claim's SQL prefers a run-time override. */
+  declared: ResolvedLimit;
+  /** In force as this instance knows them (the rate decides whether a credit is taken). */
+  effective: ResolvedLimit;
+}
+
+/** How LimitGate sizes and paces the lines. */
+export interface GateLinesConfig {
+  /** Most tasks in one claim. */
+  batchSize: number;
+  /** A line with no concurrency limit is spread over this many claims at once. */
+  spread: number;
+  /** Most tasks waiting in all lines: beyond it, add() sheds them. */
+  capacity: number;
+  firstBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+export class GateLines {
+  private readonly lines = new Map<string, Line>();
+  /** Ids waiting in a line or in a claim of the gate. */
+  private readonly waitingIds = new Set<TaskId>();
+  private turns = 0;
+  private count = 0;
+
+  constructor(
+    private readonly limitsOf: (type: string) => TypeLimits,
+    private readonly config: GateLinesConfig,
+  ) {}
+
+  /** Tasks waiting in lines (not those in a claim). */
+  get size(): number {
+    return this.count;
+  }
+
+  get capacity(): number {
+    return this.config.capacity;
+  }
+
+  /** Tasks waiting here, by type. */
+  waitingByType(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const line of this.lines.values())
+      counts.set(line.type, (counts.get(line.type) ?? 0) + line.waiting.length);
+    return counts;
+  }
+
+  /** Tasks in lines that may start now: they leave at the claims' pace, like the dispatcher's queue. */
+  readySize(nowMs: number): number {
+    let size = 0;
+    for (const line of this.lines.values())
+      if (this.ready(line, nowMs)) size += line.waiting.length;
+    return size;
+  }
+
+  hasReady(nowMs: number): boolean {
+    for (const line of this.lines.values()) if (this.ready(line, nowMs)) return true;
+    return false;
+  }
+
+  /**
+   * A task joins its line in due order. 'here': already waiting (fired again
+   * meanwhile), once is enough; 'shed': the gate is full, it stays in the table.
+   */
+  add(
+    task: { id: TaskId; type: string; key: string; dueAtMs: number },
+    nowMs: number,
+  ): 'added' | 'here' | 'shed' {
+    if (this.waitingIds.has(task.id)) return 'here';
+    if (this.count >= this.config.capacity) return 'shed';
+    this.waitingIds.add(task.id);
+    const line = this.lineOf(task.type, task.key);
+    insertInDueOrder(line.waiting, {
+      id: task.id,
+      dueAtMs: task.dueAtMs,
+      sinceMs: Math.max(nowMs, task.dueAtMs),
+      alone: false,
+    });
+    this.count++;
+    return 'added';
+  }
+
+  /**
+   * The next claim to run, or undefined: of the lines ready, the one whose
+   * head is due first; among heads due together, the one that waited
+   * longest since its last claim. `canRunAlone`: no other claim is in
+   * flight, so a task that must run alone may go.
+   */
+  next(nowMs: number, canRunAlone: boolean): GateClaim | undefined {
+    let best: Line | undefined;
+    for (const line of this.lines.values()) {
+      if (!this.ready(line, nowMs)) continue;
+      if (line.waiting[0].alone && !canRunAlone) continue;
+      if (
+        !best ||
+        line.waiting[0].dueAtMs < best.waiting[0].dueAtMs ||
+        (line.waiting[0].dueAtMs === best.waiting[0].dueAtMs && line.turn < best.turn)
+      )
+        best = line;
+    }
+    if (!best) return undefined;
+    const limits = this.limitsOf(best.type);
+    const items = this.take(best, limits.effective.concurrency);
+    this.count -= items.length;
+    best.running++;
+    best.turn = ++this.turns;
+    if (limits.effective.rate) best.takingCredit = true;
+    return { line: best, items, declared: limits.declared, effective: limits.effective };
+  }
+
+  /** Its claim has its rate credit (or found none): the line's next may ask for one. */
+  creditTaken(claim: GateClaim): boolean {
+    if (!claim.line.takingCredit) return false;
+    claim.line.takingCredit = false;
+    return true;
+  }
+
+  /**
+   * What the claim of `claim` came to: `back` are its tasks that did not
+   * run (in their line again, in due order); the line moves on or waits.
+   */
+  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], nowMs: number): void {
+    const { line } = claim;
+    line.running--;
+    line.takingCredit = false;
+    const returned = new Set(back.map((item) => item.id));
+    for (const item of claim.items) if (!returned.has(item.id)) this.waitingIds.delete(item.id);
+    for (const item of back) insertInDueOrder(line.waiting, item);
+    this.count += back.length;
+    // One of its claims here ended: its seat is free, whoever was kept waiting tries now.
+    if (outcome.kind !== 'busy' && line.blocked === 'busy') {
+      line.blocked = null;
+      line.readyAtMs = 0;
+    }
+    switch (outcome.kind) {
+      case 'ran':
+        line.blocked = null;
+        line.backoffMs = 0;
+        break;
+      case 'done':
+      case 'paused':
+        break;
+      case 'busy':
+        // Held elsewhere: look again after a backoff, or when a claim of its own here ends.
+        this.backOff(line, nowMs, 'busy');
+        break;
+      case 'stale':
+        this.backOff(line, nowMs, 'rate');
+        break;
+      case 'rate': {
+        const atMs = outcome.nextFreeMs;
+        // All in flight (stamped once their starts happen), or due already by
+        // this clock but not yet by the database's, which may be a moment ahead.
+        if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs)
+          this.backOff(line, nowMs, 'rate');
+        else {
+          line.blocked = 'rate';
+          line.readyAtMs = Math.ceil(atMs);
+        }
+        break;
+      }
+    }
+    this.dropIfEmpty(line);
+  }
+
+  /** Limits changed or a pause came or went: the type's lines try again now. */
+  retryType(type: string): void {
+    for (const line of this.lines.values()) {
+      if (line.type !== type) continue;
+      line.readyAtMs = 0;
+      line.blocked = null;
+      line.backoffMs = 0;
+    }
+  }
+
+  /** Takes out the tasks of lines whose type no longer gates (resumed, limits removed). */
+  takeUngated(gates: (type: string) => boolean): TaskId[] {
+    const ids: TaskId[] = [];
+    for (const line of this.lines.values()) {
+      if (gates(line.type) || line.waiting.length === 0) continue;
+      for (const item of line.waiting.splice(0)) {
+        this.waitingIds.delete(item.id);
+        ids.push(item.id);
+      }
+      this.dropIfEmpty(line);
+    }
+    this.count -= ids.length;
+    return ids;
+  }
+
+  /**
+   * Lines whose wait is over at `nowMs`: a rate line may try again at once;
+   * those blocked by seats held elsewhere are returned, to look first.
+   */
+  dueToLook(nowMs: number): Line[] {
+    const busy: Line[] = [];
+    for (const line of this.lines.values()) {
+      if (line.blocked === null || line.readyAtMs > nowMs) continue;
+      if (line.blocked === 'rate') line.blocked = null;
+      else busy.push(line);
+    }
+    return busy;
+  }
+
+  /** What the look at their seats found: a line with one free tries, the others wait twice as long. */
+  looked(busy: Line[], free: boolean[], nowMs: number): void {
+    busy.forEach((line, i) => {
+      if (free[i]) line.blocked = null;
+      else this.backOff(line, nowMs, 'busy');
+    });
+  }
+
+  /** When the earliest waiting line's wait ends (Infinity: none waits on time). */
+  nextWakeMs(): number {
+    let atMs = Infinity;
+    for (const line of this.lines.values())
+      if (line.waiting.length > 0 && line.blocked !== null) atMs = Math.min(atMs, line.readyAtMs);
+    return atMs;
+  }
+
+  clear(): void {
+    this.lines.clear();
+    this.waitingIds.clear();
+    this.count = 0;
+  }
+
+  private ready(line: Line, nowMs: number): boolean {
+    if (line.waiting.length === 0 || line.readyAtMs > nowMs || line.blocked === 'busy')
+      return false;
+    if (line.takingCredit) return false;
+    const limits = this.limitsOf(line.type);
+    if (limits.pausedAt !== null) return false;
+    const { concurrency } = limits.effective;
+    return concurrency === null || line.running < concurrency;
+  }
+
+  /**
+   * A claim's share of its line: a task that must run alone by itself, else
+   * the line spread over the seats it may still use here, up to a batch.
+   */
+  private take(line: Line, concurrency: number | null): GateItem[] {
+    if (line.waiting[0].alone) return [line.waiting.shift()!];
+    const free = Math.max(1, (concurrency ?? this.config.spread) - line.running);
+    const size = Math.min(
+      this.config.batchSize,
+      Math.max(1, Math.ceil(line.waiting.length / free)),
+    );
+    let n = 0;
+    while (n < size && n < line.waiting.length && !line.waiting[n].alone) n++;
+    return line.waiting.splice(0, n);
+  }
+
+  private backOff(line: Line, nowMs: number, blocked: 'busy' | 'rate'): void {
+    const { firstBackoffMs, maxBackoffMs } = this.config;
+    line.backoffMs = Math.min(
+      maxBackoffMs,
+      line.backoffMs === 0 ? firstBackoffMs : line.backoffMs * 2,
+    );
+    line.blocked = blocked;
+    line.readyAtMs = nowMs + line.backoffMs;
+  }
+
+  private dropIfEmpty(line: Line): void {
+    if (line.waiting.length === 0 && line.running === 0)
+      this.lines.delete(lineId(line.type, line.key));
+  }
+
+  private lineOf(type: string, key: string): Line {
+    const id = lineId(type, key);
+    let line = this.lines.get(id);
+    if (!line) {
+      line = {
+        type,
+        key,
+        waiting: [],
+        running: 0,
+        readyAtMs: 0,
+        blocked: null,
+        backoffMs: 0,
+        turn: 0,
+        takingCredit: false,
+      };
+      this.lines.set(id, line);
+    }
+    return line;
+  }
+}
+
+const lineId = (type: string, key: string) => `${type}\u001f${key}`;
+
+/** Tasks mostly arrive in due order: found from the end. */
+function insertInDueOrder(waiting: GateItem[], item: GateItem): void {
+  let i = waiting.length;
+  while (
+    i > 0 &&
+    (waiting[i - 1].dueAtMs > item.dueAtMs ||
+      (waiting[i - 1].dueAtMs === item.dueAtMs && compareIds(waiting[i - 1].id, item.id) > 0))
+  )
+    i--;
+  waiting.splice(i, 0, item);
+}

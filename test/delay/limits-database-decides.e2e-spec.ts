@@ -1,0 +1,237 @@
+import { Injectable, Module } from '@nestjs/common';
+import { DelayLimits, DelayedTaskHandler, type TaskContext } from 'nest-delay';
+import { ManualClock } from 'nest-delay/testing';
+import { releaseExpiredInstances } from '../../packages/nest-delay/src/lease/lease-statements.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { SECOND, createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
+
+/**
+ * Issue 27: what every instance must agree on (a rate set at run time, a
+ * pause, a credit's holder) is decided by the database in the claim, not by
+ * an instance's cached picture.
+ */
+
+/** Each start, in order: its type, its payload's n, and whether pause() had returned by then. */
+const starts: Array<{ type: string; n: number; afterPause: boolean }> = [];
+let pauseReturned = false;
+/** While set, a handler whose payload asks to `hold` waits on it, until openHold(). */
+let hold: Promise<void> | undefined;
+let openHold: () => void = () => undefined;
+function holdHandlers() {
+  hold = new Promise<void>((resolve) => (openHold = resolve));
+}
+
+@Injectable()
+class Handlers {
+  @DelayedTaskHandler('dd.free')
+  free(payload: { n: number }) {
+    starts.push({ type: 'dd.free', n: payload.n, afterPause: pauseReturned });
+  }
+
+  @DelayedTaskHandler('dd.seated', {
+    limit: { concurrency: 1, key: (payload: { k: string }) => payload.k },
+  })
+  async seated(payload: { n: number; hold?: boolean }) {
+    starts.push({ type: 'dd.seated', n: payload.n, afterPause: pauseReturned });
+    if (payload.hold) await hold;
+  }
+
+  // One seat: its tasks go in one claim, which the first holds open.
+  @DelayedTaskHandler('dd.paced', { limit: { concurrency: 1, rate: { starts: 10, per: '1h' } } })
+  async paced(payload: { n: number; hold?: boolean }, context: TaskContext) {
+    void context;
+    starts.push({ type: 'dd.paced', n: payload.n, afterPause: pauseReturned });
+    if (payload.hold) await hold;
+  }
+}
+
+@Module({ providers: [Handlers] })
+class HandlersModule {}
+
+const ofType = (type: string) => starts.filter((s) => s.type === type).map((s) => s.n);
+
+async function until(what: string, check: () => boolean | Promise<boolean>) {
+  for (let i = 0; i < 1000; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+let db: TestDatabase;
+const apps: DelayTestApp[] = [];
+async function boot(instanceId: string, clock: ManualClock, concurrency = 4) {
+  const app = await createDelayTestApp(
+    db,
+    { instanceId, concurrency, lease: '1h' },
+    { clock, modules: [{ module: HandlersModule }] },
+  );
+  apps.push(app);
+  return app;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterEach(async () => {
+  // A test that failed midway must not leave a handler held or an instance running.
+  openHold();
+  // Nor a pause or a limit set at run time behind it.
+  await apps[0]?.query(`UPDATE delay_type_limit SET paused_at = NULL, overridden = false,
+    concurrency = NULL, rate_starts = NULL, rate_per_ms = NULL`);
+  for (const app of apps.splice(0)) await app.close().catch(() => undefined);
+});
+afterAll(async () => {
+  await db?.drop();
+});
+beforeEach(() => {
+  starts.length = 0;
+  pauseReturned = false;
+  hold = undefined;
+});
+
+describe('a rate set at run time on another instance', () => {
+  it('binds an idle instance at once: it claims no task of the type without a credit', async () => {
+    const clock = new ManualClock();
+    const b = await boot('dd-b', clock); // booted, idle: its picture says dd.free is unlimited
+    const a = await boot('dd-a', clock);
+    await a.moduleRef.get(DelayLimits).set('dd.free', { rate: { starts: 1, per: '1h' } });
+    await a.close();
+    apps.splice(apps.indexOf(a), 1);
+    const base = clock.now();
+    for (let n = 0; n < 3; n++)
+      await b.delay.schedule({ type: 'dd.free', payload: { n }, runAt: base + SECOND });
+    for (let s = 1; s <= 5; s++) await b.tester.advanceTo(base + s * SECOND);
+    expect(ofType('dd.free')).toEqual([0]);
+    await b.moduleRef.get(DelayLimits).reset('dd.free');
+  });
+});
+
+describe('a pause while a gate claim runs', () => {
+  it('starts no handler of the type after pause() returned', async () => {
+    const clock = new ManualClock();
+    const app = await boot('dd-pause', clock);
+    holdHandlers();
+    const base = clock.now();
+    // One line (key a), one claim of its five tasks: the first holds the claim open.
+    for (let n = 0; n < 5; n++)
+      await app.delay.schedule({
+        type: 'dd.seated',
+        payload: { n, k: 'a', hold: n === 0 },
+        runAt: base + SECOND,
+      });
+    clock.advance(SECOND);
+    const running = app.tester.runDue();
+    await until('the first handler', () => starts.length === 1);
+    const paused = app.moduleRef
+      .get(DelayLimits)
+      .pause('dd.seated')
+      .then(() => (pauseReturned = true));
+    // Let the claim go on once the pause has returned, or is waiting for it.
+    await Promise.race([
+      paused,
+      until('the pause to wait', async () => {
+        const [{ waiting }] = await app.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+        );
+        return waiting > 0;
+      }),
+    ]);
+    openHold();
+    await paused;
+    await running;
+    await app.tester.advance(SECOND);
+    expect(starts.filter((s) => s.afterPause)).toEqual([]);
+    const limits = app.moduleRef.get(DelayLimits);
+    const ran = ofType('dd.seated').length;
+    expect((await limits.get('dd.seated')).waiting).toBe(5 - ran);
+    await limits.resume('dd.seated');
+    await app.tester.runDue();
+    expect(ofType('dd.seated').sort()).toEqual([0, 1, 2, 3, 4]);
+  });
+});
+
+describe('one worker (concurrency: 1)', () => {
+  it('gives gate claims and batches turns: an unlimited task does not wait behind every line', async () => {
+    const clock = new ManualClock();
+    const app = await boot('dd-one', clock, 1);
+    holdHandlers();
+    const base = clock.now();
+    // Three lines (keys a, b, c) of two tasks each; a's first holds the only worker.
+    for (const [n, k] of [
+      [0, 'a'],
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'b'],
+      [4, 'c'],
+      [5, 'c'],
+    ] as const)
+      await app.delay.schedule({
+        type: 'dd.seated',
+        payload: { n, k, hold: n === 0 },
+        runAt: base + SECOND,
+      });
+    await app.delay.schedule({ type: 'dd.free', payload: { n: 9 }, runAt: base + 2 * SECOND });
+    clock.advance(SECOND);
+    const first = app.tester.runDue();
+    await until('the first handler', () => starts.length === 1);
+    clock.advance(SECOND);
+    const second = app.tester.runDue();
+    // The free task is queued behind the gate's claim before it ends.
+    await until('the free task queued', async () => {
+      const runtime = app.delay['runtime'];
+      return runtime.dispatcher.queuedCount > 0;
+    });
+    openHold();
+    await first;
+    await second;
+    await app.tester.runDue();
+    const order = starts.map((s) => (s.type === 'dd.free' ? 'free' : `${s.n}`));
+    expect(order).toHaveLength(7);
+    // Right after line a's claim, not after lines b and c.
+    expect(order.indexOf('free')).toBeLessThan(order.indexOf('4'));
+  });
+});
+
+describe('a takeover while a gate claim with rate credits runs', () => {
+  it('waits for the claim to end: the stalled instance starts no handler on reaped credits', async () => {
+    const clock = new ManualClock();
+    // One worker: the three fire in one batch and wait in one line, taken by one claim.
+    const app = await boot('dd-stalled', clock, 1);
+    holdHandlers();
+    const base = clock.now();
+    for (let n = 0; n < 3; n++)
+      await app.delay.schedule({
+        type: 'dd.paced',
+        payload: { n, hold: n === 0 },
+        runAt: base + SECOND,
+      });
+    clock.advance(SECOND);
+    const running = app.tester.runDue();
+    await until('the first handler', () => starts.length === 1);
+    // Another instance takes this one over (its lease looks expired): as a heartbeat would.
+    const pool = app.delay['runtime'].ctx.db.pool;
+    await releaseExpiredInstances(pool, ['dd-stalled'], new Date(base + 10 * 3_600_000));
+    const [{ n: left }] = await app.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM delay_instance WHERE id = 'dd-stalled'`,
+    );
+    const takenOver = left === 0;
+    const startsBefore = starts.length;
+    openHold();
+    await running;
+    const startedAfterTakeover = starts
+      .slice(startsBefore)
+      .map((s) => s.n)
+      .sort();
+    expect({ takenOver, startedAfterTakeover }).toEqual({
+      takenOver: false,
+      startedAfterTakeover: [1, 2],
+    });
+    // Once its claim has ended, the takeover goes through.
+    await releaseExpiredInstances(pool, ['dd-stalled'], new Date(base + 10 * 3_600_000));
+    const [{ n: after }] = await app.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM delay_instance WHERE id = 'dd-stalled'`,
+    );
+    expect(after).toBe(0);
+  });
+});
