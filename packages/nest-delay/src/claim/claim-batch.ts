@@ -1,37 +1,25 @@
-import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
+import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
-import {
-  claimTasks,
-  type ClaimGating,
-  type ClaimRow,
-  type GatedRow,
-} from './claim-statements.js';
-import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
-import type { Occurrence } from '../schedules/schedule.types.js';
-import type { ClaimConnection } from '../store/sql.js';
-import { toTask, type TaskRow } from '../tasks/task-row.js';
+import { claimTasks, type ClaimGating, type ClaimRow, type GatedRow } from './claim-statements.js';
+import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
 import { writeCharge, writeFate } from '../tasks/transition-statements.js';
-import { TaskOutcome } from '../task-outcome.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import {
   charge,
-  complete,
-  discard,
   fail,
   hasAttemptsLeft,
   noteChargeReason,
-  skip,
-  snooze,
   type Fate,
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../runtime/delay-context.js';
-import { HandlerCutOff, withDeadline } from './handler-deadline.js';
+import { AttemptRunner, scopeOf } from './attempt-runner.js';
+import { HandlerCutOff } from './handler-deadline.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
 
 export interface BatchResult {
@@ -67,7 +55,6 @@ export interface ClaimPlan {
 class Redo {
   constructor(readonly failures: Map<TaskId, Fate>) {}
 }
-const SAVEPOINT = 'delayed_task';
 
 /**
  * One claim transaction, which the dispatcher has begun (with its attempt
@@ -85,12 +72,14 @@ const SAVEPOINT = 'delayed_task';
  */
 export class ClaimBatch {
   private readonly rules: TransitionRules;
+  private readonly attempts: AttemptRunner;
 
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
   ) {
     this.rules = { policy: ctx.policy, backoffOf: (type) => registry.backoffOf(type) };
+    this.attempts = new AttemptRunner(ctx, registry, this.rules);
   }
 
   /** Postgres-side limits of a claim transaction (see BACKSTOP_MARGIN_MS). */
@@ -142,15 +131,16 @@ export class ClaimBatch {
         new Date(plan.nowMs),
         plan.noteId,
         plan.alone,
-        gatingOf(plan.gating, known),
+        plan.gating,
       );
       claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
       const fates = known
         ? await this.runFenced(connection, claimed, plan, known, spans)
         : await this.runOptimistic(connection, claimed, plan, spans);
       if (fates instanceof Redo) return fates;
-      // A handler may have swallowed a database error: then COMMIT rolls
-      // everything back instead, and the batch runs again fenced.
+      // A handler may have swallowed a database error, or broken a deferred
+      // constraint: then nothing commits, and the batch runs again fenced,
+      // where each task's savepoint is checked (see ClaimConnection.fence).
       // A task claimed alone: its COMMIT shows under its span too.
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
       if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
@@ -237,16 +227,9 @@ export class ClaimBatch {
     const fates: Fate[] = [];
     const { nowMs } = plan;
     for (const [index, row] of claimed.entries()) {
-      // One round trip per fence: the previous task's savepoint is released
-      // and this one's taken in one simple-protocol query.
-      if (index === 0) await this.fence(connection, fates, nowMs, `SAVEPOINT ${SAVEPOINT}`);
-      else
-        await this.fence(
-          connection,
-          fates,
-          nowMs,
-          `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
-        );
+      // One round trip per fence: the previous task's deferred constraints
+      // are checked, its savepoint released and this one's taken.
+      await this.fence(connection, fates, nowMs, index === 0 ? 'first' : 'next');
       // A task that already failed this attempt is not run a second time in it.
       const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
@@ -254,32 +237,32 @@ export class ClaimBatch {
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
-    if (claimed.length > 0)
-      await this.fence(connection, fates, nowMs, `RELEASE SAVEPOINT ${SAVEPOINT}`);
+    if (claimed.length > 0) await this.fence(connection, fates, nowMs, 'last');
     return fates;
   }
 
   /**
-   * Runs `statement`, which closes the previous task's savepoint (if any) and
-   * opens the next. If that fails, the previous handler returned normally but
-   * left the transaction aborted (it swallowed a database error): its writes
-   * are undone and it fails, so the other tasks still commit.
+   * Takes a step of the fence: closes the previous task's savepoint (if any)
+   * and opens the next. If that fails, the previous handler returned normally
+   * but left the transaction aborted (it swallowed a database error), or its
+   * writes break a deferred constraint: its writes are undone and it fails,
+   * so the other tasks still commit.
    */
   private async fence(
     connection: ClaimConnection,
     fates: Fate[],
     nowMs: number,
-    statement: string,
+    step: 'first' | 'next' | 'last',
   ): Promise<void> {
     try {
-      await connection.sql.rows(statement, []);
+      await connection.fence(step);
     } catch (error) {
       const previous = fates[fates.length - 1];
       if (!previous) throw error;
       await this.rollbackToSavepoint(connection);
-      const failed = fail(previous.row, leftAborted(error), nowMs, this.rules);
+      const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      await connection.sql.rows(statement, []);
+      await connection.fence(step);
     }
     AfterCommit.savepoint(connection.runner);
   }
@@ -298,75 +281,19 @@ export class ClaimBatch {
     }
   }
 
-  /**
-   * Runs one claimed task's handler under its timeout and decides its fate:
-   * complete, or what its TaskOutcome asks, or a failure (retry or exhaust).
-   * Throws HandlerCutOff when the handler outlived its timeout and grace.
-   */
-  private async attempt(
+  /** One attempt of a claimed task: its handler run, its fate decided (AttemptRunner). */
+  private attempt(
     connection: ClaimConnection,
     row: ClaimRow,
     plan: ClaimPlan,
     spans: PassSpans | undefined,
   ): Promise<Fate> {
-    const { nowMs, onStart } = plan;
-    spans?.open(row, nowMs);
-    const handler = this.registry.get(row.type);
-    if (!handler) return discard(row, noHandlerAtRun(row.type));
-    const occurrence = occurrenceOf(row);
-    // Only a schedule that skips overlaps asks (one round trip it spares the others).
-    if (
-      occurrence &&
-      row.overlap === 'skip' &&
-      (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
-    )
-      return skip(
-        row,
-        'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
-      );
-    const { manager } = connection.runner;
-    const { instanceId } = this.ctx.options;
-    let returned: unknown;
-    try {
-      returned = await withDeadline(
-        (controller) => {
-          // In the task's scope: whatever the handler logs names the task.
-          const running = runInTaskScope(scopeOf(row), () =>
-            call(spans, row.id, () =>
-              handler.fn(row.payload, {
-                task: toTask(row),
-                manager,
-                attempt: row.attempts,
-                instanceId,
-                occurrence,
-                // Built when read (see withDeadline): most handlers never look.
-                get signal() {
-                  return controller.signal;
-                },
-              }),
-            ),
-          );
-          // Its first statement has run: it has started, whatever it does next.
-          onStart?.(row);
-          return running;
-        },
-        handler.timeoutMs,
-        Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
-        () => new HandlerCutOff(row, handler.timeoutMs),
-      );
-    } catch (error) {
-      spans?.failed(row.id, error);
-      if (error instanceof HandlerCutOff) throw error;
-      return fail(row, errorText(error), nowMs, this.rules);
-    }
-    if (!(returned instanceof TaskOutcome)) return complete(row);
-    if (returned.kind === 'discard') return discard(row, returned.reason ?? 'discarded');
-    return snooze(row, returned.snoozeMs, nowMs, this.ctx.policy);
+    return this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
   }
 
   /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */
   private async rollbackToSavepoint(connection: ClaimConnection): Promise<void> {
-    await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+    await connection.rollbackToSavepoint();
     AfterCommit.rolledBackToSavepoint(connection.runner);
   }
 
@@ -391,17 +318,6 @@ export class ClaimBatch {
   }
 }
 
-/**
- * The gating of one pass. A gate's fenced pass only writes the fates its
- * optimistic pass decided (one task, known): it claims without a slot, as it
- * starts no handler, and must not be kept from writing a failure by a slot
- * someone took meanwhile.
- */
-function gatingOf(gating: ClaimGating, known: Map<TaskId, Fate> | undefined): ClaimGating {
-  if (!gating.line || !known || known.size === 0) return gating;
-  return { line: { ...gating.line, concurrency: null }, unslotted: true };
-}
-
 /** A failed attempt's writes are undone before its fate is written. */
 const undoes = (fate: Fate) => fate.transition === 'retry' || fate.transition === 'exhaust';
 
@@ -411,32 +327,15 @@ function leftAborted(error: unknown): string {
   );
 }
 
-/**
- * A handler's result as a promise: one that throws before its first await
- * rejects it. With spans, it runs under its task's: what it does nests there.
- */
-function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(spans ? spans.within(id, fn) : fn());
-  } catch (error) {
-    return Promise.reject(error);
-  }
+/** Why a task's fence failed: a deferred constraint its writes break, or a transaction it left aborted. */
+function failedAtFence(error: unknown): string {
+  if (!failedDeferredCheck(error)) return leftAborted(error);
+  return errorText(
+    new Error(`its writes break a constraint checked at commit (${errorText(error)})`),
+  );
 }
 
 /** `fn` under the task's span, when there are spans. */
 function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
   return spans ? spans.within(id, fn) : fn();
-}
-
-function occurrenceOf(row: ClaimRow): Occurrence | undefined {
-  if (row.schedule_name === null || row.occurrence_at === null) return undefined;
-  return {
-    schedule: row.schedule_name,
-    scheduledAt: row.occurrence_at,
-    previousAt: row.previous_occurrence_at,
-  };
-}
-
-function scopeOf(row: TaskRow): CurrentTask {
-  return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
 }
