@@ -88,12 +88,14 @@ describe('a handler past its timeout', () => {
 
   it('whose charge fails (the database briefly unreachable) is held and claimed again soon', async () => {
     const hung = await t.delay.schedule({ type: 'test.hangs', delay: 0 });
-    // The charge's one statement fails once, as if the connection had dropped.
+    // The charge's one statement fails once, as if the connection had dropped
+    // (on the pool, a retry's or dead-letter's statement is a charge's: fates
+    // are written on the claim's own connection).
     const pool = (t.dataSource.driver as unknown as { master: pg.Pool }).master;
     const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
     let failures = 0;
     (pool as { query: unknown }).query = (...args: unknown[]) => {
-      if (failures === 0 && String(args[0]).includes('charged AS')) {
+      if (failures === 0 && String(args[0]).includes('WITH written AS')) {
         failures++;
         return Promise.reject(new Error('Connection terminated unexpectedly (injected)'));
       }

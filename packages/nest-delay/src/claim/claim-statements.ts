@@ -9,8 +9,6 @@ import type { TraceCarrier } from '../tracing/trace-carrier.js';
 export interface ClaimRow extends TaskRow {
   /** The trace context it was scheduled in (kept through retries, snoozes and revives). */
   trace_context: TraceCarrier | null;
-  /** Set when its last attempt was cut off: it may only run alone. */
-  interrupted_at: Date | null;
   /** An occurrence of a recurring schedule: its name, its instant and the one before. */
   schedule_name: string | null;
   occurrence_at: Date | null;
@@ -77,7 +75,8 @@ export type ClaimGating =
  * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
  * listed in any other note, dead or alive, is locked but left unclaimed and
  * returned in `deferred`: it runs in a claim of its own, so a task that
- * kills its process takes no batch-mates with it.
+ * kills its process takes no batch-mates with it. The claim clears the flag
+ * (the one transition that does): if it rolls back, the flag is back.
  *
  * Shared limits (`gating`): a claim of fired tasks leaves those of limited
  * or paused types unclaimed and returns them in `gated`; the limit gate then
@@ -137,13 +136,13 @@ export async function claimTasks(
          AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
      ), claimed AS (
        UPDATE delayed_task t
-       SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
+       SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
        RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
-                 ${epochMs('t.interrupted_at')} AS interrupted_at, t.schedule_name,
+                 t.schedule_name,
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
@@ -215,7 +214,6 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     locked_by: row.locked_by,
     created_at: toDate(row.created_at),
     updated_at: toDate(row.updated_at),
-    interrupted_at: toDateOrNull(row.interrupted_at),
     schedule_name: row.schedule_name,
     occurrence_at: toDateOrNull(row.occurrence_at),
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
