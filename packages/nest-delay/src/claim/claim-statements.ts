@@ -42,7 +42,7 @@ export interface Claimed {
 /** How a claim treats limited types (see limit-statements.ts). */
 export type ClaimGating =
   /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */
-  | { declared: string[]; line?: undefined; unslotted?: undefined }
+  | { declared: string[]; line?: undefined }
   /**
    * The gate's claim of one task of a line: claimed only while its type is
    * not paused and, under a concurrency limit (the run-time one when set,
@@ -56,8 +56,6 @@ export type ClaimGating =
         /** The rate credits taken for these starts: claimed only while this instance still holds them all. */
         credits?: { credits: number[]; holder: string };
       };
-      /** Claimed with no slot and whatever the pause: it only writes a fate already decided. */
-      unslotted?: boolean;
       declared?: undefined;
     };
 
@@ -103,15 +101,15 @@ export async function claimTasks(
     `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3
      ), gate AS (
-       SELECT CASE WHEN $6::text IS NULL OR $9::boolean THEN -1
+       SELECT CASE WHEN $6::text IS NULL THEN -1
                    WHEN l.paused_at IS NOT NULL THEN 0
                    WHEN l.overridden THEN COALESCE(l.concurrency, -1)
                    ELSE COALESCE($8::int, -1) END AS slots
        FROM (SELECT 1) one LEFT JOIN delay_type_limit l ON l.type = $6
      ), slot AS (
-       SELECT slots, ($10::int[] IS NULL OR cardinality($10::int[]) = (
+       SELECT slots, ($9::int[] IS NULL OR cardinality($9::int[]) = (
          SELECT count(*) FROM delay_limit_credit c
-         WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($10::int[]) AND c.holder = $11
+         WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($9::int[]) AND c.holder = $10
            AND c.used_at = 'infinity'
        )) AND (slots < 0 OR EXISTS (
          SELECT 1 FROM generate_series(0, slots - 1) s
@@ -164,8 +162,7 @@ export async function claimTasks(
       line?.type ?? null,
       line?.key ?? null,
       line?.concurrency ?? null,
-      gating.line !== undefined && gating.unslotted === true,
-      gating.unslotted ? null : (line?.credits?.credits ?? null),
+      line?.credits?.credits ?? null,
       line?.credits?.holder ?? null,
     ],
   );
