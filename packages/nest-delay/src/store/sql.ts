@@ -143,7 +143,8 @@ const SAVEPOINT = 'delayed_task';
  * COMMIT. Inside a savepoint rolled back at once: the constraints go back to
  * their modes (a later handler may still rely on deferral), and the checks
  * run again at COMMIT. So each fence re-checks the rows of every task before
- * it: quadratic in a batch's deferred rows, paid only in a fenced pass.
+ * it: quadratic in a batch's deferred rows, paid only in a fenced pass (a
+ * rerun, or a limited type's claim), and only by tables with such constraints.
  */
 const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDIATE;
   ROLLBACK TO SAVEPOINT ${SAVEPOINT}_check; RELEASE SAVEPOINT ${SAVEPOINT}_check`;
