@@ -19,6 +19,13 @@ class DeferredHandlers {
     await context.manager.query(`INSERT INTO deferred_child (parent_id) VALUES (-1)`);
   }
 
+  /** The same under a concurrency limit: its claim (the limit gate's) is fenced from the start. */
+  @DelayedTaskHandler('deferred.limited-breaks-fk', { maxAttempts: 1, limit: { concurrency: 1 } })
+  async limitedBreaksForeignKey(_payload: unknown, context: TaskContext) {
+    await recordEffect(context.manager, context);
+    await context.manager.query(`INSERT INTO deferred_child (parent_id) VALUES (-2)`);
+  }
+
   /** Claims a unique code: of two tasks claiming one code, the second breaks the constraint. */
   @DelayedTaskHandler('deferred.claims-code', { maxAttempts: 1 })
   async claimsCode(payload: { code: string }, context: TaskContext) {
@@ -117,5 +124,16 @@ describe('a handler that breaks a deferred constraint', () => {
     expect(await t.effects(mate.id)).toBe(1);
     expect(await t.effects(later.id)).toBe(1);
     expect(await t.delay.get({ id: breaker.id })).toMatchObject({ state: 'pending', attempts: 1 });
+  });
+
+  it('of a limited type (its claim fenced from the start) fails alone too', async () => {
+    const task = await t.delay.schedule({ type: 'deferred.limited-breaks-fk', delay: 0 });
+    const mate = await t.delay.schedule({ type: 'test.effect', delay: 0 });
+    const report = await t.tester.runDue();
+    expect(report.byType['deferred.limited-breaks-fk']).toMatchObject({ deadLettered: 1 });
+    const dead = await t.delay.get({ id: task.id });
+    expect(dead).toMatchObject({ state: 'dead', attempts: 1 });
+    expect(dead!.lastError).toMatch(/deferred_child_parent_id_fkey/);
+    expect(await t.effects(mate.id)).toBe(1);
   });
 });

@@ -97,7 +97,9 @@ export class ClaimBatch {
       const result = await this.pass(connection, ids, plan, new Map(), spans);
       if (!(result instanceof Redo)) return result;
       spans?.rolledBack();
-      throw new Error('the claim could not commit (a statement left its transaction aborted)');
+      throw new Error(
+        'the claim could not commit (a statement left its transaction aborted, or a deferred constraint failed at COMMIT)',
+      );
     }
     const first = await this.pass(connection, ids, plan, undefined, spans);
     if (!(first instanceof Redo)) return first;
