@@ -16,6 +16,13 @@ class SlowHandlers {
     return new Promise<never>(() => undefined);
   }
 
+  /** Hangs on its first attempt, throws on the next ones. */
+  @DelayedTaskHandler('test.hangs-once', { timeout: TIMEOUT_MS, maxAttempts: 3 })
+  hangsOnce(_payload: unknown, context: TaskContext): Promise<never> {
+    if (context.attempt === 1) return new Promise<never>(() => undefined);
+    return Promise.reject(new Error(`attempt ${context.attempt} fails plainly`));
+  }
+
   /** Writes, then waits for its signal and gives up as asked. */
   @DelayedTaskHandler('test.stops-on-signal', { timeout: TIMEOUT_MS })
   async stopsOnSignal(_payload: unknown, context: TaskContext) {
@@ -116,5 +123,19 @@ describe('a handler past its timeout', () => {
     } finally {
       delete (pool as { query?: unknown }).query;
     }
+  });
+
+  it('keeps its cut-off flag until an attempt of it runs: the claim clears it', async () => {
+    const task = await t.delay.schedule({ type: 'test.hangs-once', delay: 0 });
+    const flag = async () =>
+      (await t.query(`SELECT interrupted_at FROM delayed_task WHERE id = $1`, [task.id]))[0]
+        .interrupted_at;
+    await t.tester.runDue();
+    expect(await flag()).not.toBeNull();
+    // Its second attempt runs (alone) and fails plainly: the flag went with that claim.
+    const report = await t.tester.advance(10 * SECOND);
+    expect(report.byType['test.hangs-once']).toMatchObject({ failed: 1 });
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'pending', attempts: 2 });
+    expect(await flag()).toBeNull();
   });
 });
