@@ -83,7 +83,11 @@ export class AdminTasksController {
       `retry dead tasks matching ${JSON.stringify(fields)} (limit ${limit})`,
       (r) =>
         `${r.retried.length} retried${r.skipped ? `, ${r.skipped} skipped` : ''}${r.more ? ', more left' : ''}`,
-      () => this.admin.retryDead(toTaskFilter(fields), limit),
+      // The route keeps its name; the package calls this a revive (see its glossary).
+      async () => {
+        const { revived, ...rest } = await this.admin.reviveDead(toTaskFilter(fields), limit);
+        return { retried: revived, ...rest };
+      },
     );
   }
 
@@ -130,7 +134,7 @@ export class AdminTasksController {
     @Body(NoBodyPipe) _body: undefined,
     @Headers(REQUEST_ID_HEADER) requestId: string,
   ): Promise<DelayedTask> {
-    return this.act(requestId, 'retry', id, () => this.delay.retry({ id }));
+    return this.act(requestId, 'retry', id, () => this.delay.revive({ id }));
   }
 
   @Post(':id/run-now')

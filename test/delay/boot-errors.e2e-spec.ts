@@ -79,6 +79,32 @@ describe('boot', () => {
   });
   afterAll(() => db?.drop());
 
+  it('says how to add the migrations when its tables are missing', async () => {
+    const bare = await createTestDatabase();
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          TypeOrmModule.forRoot({
+            ...dataSourceOptions({ url: bare.url, poolSize: bare.poolSize, migrationsRun: false }),
+            retryAttempts: 0,
+          }),
+          DelayModule.forRoot({ concurrency: 1 }),
+        ],
+      })
+        .setLogger(new SilentLogger())
+        .compile();
+      try {
+        await expect(moduleRef.init()).rejects.toThrow(
+          /DelayModule's tables are missing .*relation "delay\w*" does not exist.*Add delayMigrations/,
+        );
+      } finally {
+        await moduleRef.close().catch(() => undefined);
+      }
+    } finally {
+      await bare.drop();
+    }
+  });
+
   it('refuses two handlers for one type, naming both', async () => {
     const boot = createDelayTestApp(db, {}, { modules: [moduleOf(SecondEffectHandler)] });
     await expect(boot).rejects.toBeInstanceOf(DuplicateHandlerError);

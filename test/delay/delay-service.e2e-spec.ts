@@ -531,6 +531,19 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     ]);
   });
 
+  it('revives a dead-lettered task; retry() is its deprecated name and still works', async () => {
+    const task = await t.delay.schedule({ type: 'test.always-fails', delay: 0, maxAttempts: 1 });
+    await t.tester.runDue();
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'dead', attempts: 1 });
+    await expect(t.delay.revive({ id: 'nope-' + task.id })).rejects.toBeDefined();
+    const revived = await t.delay.revive({ id: task.id });
+    expect(revived).toMatchObject({ id: task.id, state: 'pending', attempts: 0 });
+    // A pending task cannot be revived, and the error says so in the word used.
+    await expect(t.delay.revive({ id: task.id })).rejects.toThrow(/only a dead-lettered task can be revived/);
+    await expect(t.delay.retry({ id: task.id })).rejects.toThrow(/only a dead-lettered task can be retried/);
+    expect(await t.delay.cancel({ id: task.id })).toMatchObject({ state: 'cancelled' });
+  });
+
   it('dead-letters after maxAttempts, keeps the task and lets a person retry it', async () => {
     const task = await t.delay.schedule({ type: 'test.always-fails', delay: 0, maxAttempts: 3 });
     await t.tester.runDue();

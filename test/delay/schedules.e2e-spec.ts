@@ -151,10 +151,10 @@ describe('schedules at run time', () => {
     // 00:00 (its first, at once), 00:10, 00:20 and 00:30.
     expect((await occurrences(t, 'test.runtime')).map((o) => o.n)).toEqual([1, 1, 1, 1]);
 
-    // Paused for an hour, resumed at 01:31: 00:40 to 01:30 were missed (by more than a
-    // lease); 'one' runs the latest of them, 01:30, and counts the five before it.
+    // Paused for an hour, resumed at 01:32: 00:40 to 01:30 were missed (overdue: by more
+    // than two leases); 'one' runs the latest of them, 01:30, and counts the five before it.
     await schedules.pause('test.runtime');
-    await t.tester.advance('61m');
+    await t.tester.advance('62m');
     const resumed = await schedules.resume('test.runtime');
     expect(resumed.paused).toBe(false);
     await t.tester.runDue();

@@ -2,8 +2,10 @@
 export const duplicateHandler = (type: string, first: string, second: string) =>
   `Two handlers for delayed task type "${type}": ${first} and ${second}. A type must have exactly one handler.`;
 
-export const unknownType = (type: string, known: string[]) =>
-  `No handler for delayed task type "${type}" in this application (known: ${known.length ? known.join(', ') : 'none'}). ` +
+export const unknownType = (type: string, known: string[], suggestion?: string) =>
+  `No handler for delayed task type "${type}" in this application` +
+  (suggestion ? `; did you mean "${suggestion}"?` : '') +
+  ` (known: ${known.length ? known.join(', ') : 'none'}). ` +
   `Register one with @DelayedTaskHandler('${type}'), or set allowUnknownTypes for an app that only produces tasks.`;
 
 export const noHandlerAtRun = (type: string) =>
@@ -28,8 +30,8 @@ export const releasedManager = () =>
 
 export const taskInState = (ref: string, state: string, action: string) =>
   `Cannot ${action} the delayed task ${ref}: it is ${state}` +
-  (action === 'retry'
-    ? ', and only a dead-lettered task can be retried.'
+  (action === 'revive' || action === 'retry'
+    ? `, and only a dead-lettered task can be ${action === 'revive' ? 'revived' : 'retried'}.`
     : ', and only a pending one can be.');
 
 export const unknownOption = (
@@ -47,3 +49,13 @@ export const unknownOption = (
     ` Its options${parent ? ` under ${parent.slice(0, -1)}` : ''}: ${known.join(', ')}.`
   );
 };
+
+export const missingTables = (detail: string) =>
+  `DelayModule's tables are missing from its database (${detail}). Add delayMigrations (from 'nest-delay') ` +
+  `to your DataSource's migrations, e.g. migrations: [...delayMigrations, ...yours], and run them ` +
+  `(migrationsRun: true, or your migration:run script) before the app starts.`;
+
+export const noShutdownHooks = () =>
+  'Nothing handles SIGTERM in this process: a stop or deploy will not hand this instance\'s tasks back, ' +
+  'and the next instance waits out the lease before running them. Call app.enableShutdownHooks() in main.ts ' +
+  '(before app.listen), or call app.close() from a signal handler of your own.';

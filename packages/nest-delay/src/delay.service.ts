@@ -199,7 +199,7 @@ export class DelayService {
     const cancelled = this.acted(checked, row, 'cancel');
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
-    if (!options.manager) this.wheel.release(cancelled.id);
+    if (!options.manager) this.wheel.drop(cancelled.id);
     if (this.observer.wants('onCancelled')) {
       const event = {
         id: cancelled.id,
@@ -235,8 +235,25 @@ export class DelayService {
     return toTask(changed);
   }
 
-  /** Puts a dead-lettered task back to pending, due now, with fresh attempts. */
-  async retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+  /**
+   * Revives a dead-lettered task: pending again, due now, with fresh
+   * attempts. ("Retry" is what the engine does after a failed attempt; this
+   * is the operator's second chance for a task that has none left.)
+   */
+  revive(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    return this.reviveAs(ref, options, 'revive');
+  }
+
+  /** @deprecated Since 0.3: renamed {@link revive} (a retry is the engine's, after a failed attempt). */
+  retry(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
+    return this.reviveAs(ref, options, 'retry');
+  }
+
+  private async reviveAs(
+    ref: TaskRef,
+    options: TransactionOptions,
+    action: 'revive' | 'retry',
+  ): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const inCaller = options.manager !== undefined;
@@ -246,7 +263,7 @@ export class DelayService {
       revive(nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
-    const changed = this.acted(checked, row, 'retry');
+    const changed = this.acted(checked, row, action);
     this.wheel.track(changed, inCaller);
     return toTask(changed);
   }
@@ -323,7 +340,7 @@ export class DelayService {
   private acted(
     ref: TaskRef,
     row: ActedRow | undefined,
-    action: 'cancel' | 'reschedule' | 'retry',
+    action: 'cancel' | 'reschedule' | 'revive' | 'retry',
   ): ActedRow {
     if (!row) throw new TaskNotFoundError(ref);
     if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);

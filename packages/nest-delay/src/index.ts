@@ -20,6 +20,7 @@ export { DelayAdmin } from './admin/delay-admin.service.js';
 export type {
   InstanceInfo,
   RetryDeadResult,
+  ReviveDeadResult,
   TaskDetails,
   TaskListFilter,
   TaskPage,

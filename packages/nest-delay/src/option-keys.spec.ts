@@ -1,6 +1,8 @@
 import { resolveDelayOptions } from './delay.options.js';
+import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { UnknownOptionError } from './errors/unknown-option.error.js';
-import { assertKnownAsyncOptions, assertKnownHandlerOptions, closest } from './option-keys.js';
+import { closest } from './closest-name.js';
+import { assertKnownAsyncOptions, assertKnownHandlerOptions } from './option-keys.js';
 
 /** The error `fn` throws, to assert on its fields. */
 function thrown(fn: () => unknown): UnknownOptionError {
@@ -89,5 +91,15 @@ describe('option keys', () => {
     ['xyz', undefined],
   ])('closest(%s) is %s', (key, expected) => {
     expect(closest(key, ['maxAttempts', 'batchSize', 'window', 'lease', 'slots'])).toBe(expected);
+  });
+});
+
+describe('an unknown task type', () => {
+  it('names the handler type it was most likely meant to be', () => {
+    const error = new UnknownTaskTypeError('order.closed', ['order.close', 'order.auto-review']);
+    expect(error.message).toContain('did you mean "order.close"?');
+    expect(new UnknownTaskTypeError('invoice.send', ['order.close']).message).not.toContain(
+      'did you mean',
+    );
   });
 });

@@ -53,13 +53,20 @@ export interface TaskDetails {
   inThisWheel: boolean;
 }
 
-/** What a bulk retry of dead-lettered tasks did. */
-export interface RetryDeadResult {
+/** What a bulk revive of dead-lettered tasks did. */
+export interface ReviveDeadResult {
   /** Tasks put back to pending, oldest due first. */
-  retried: TaskId[];
-  /** Tasks matched but retried by someone else in between (no longer dead). */
+  revived: TaskId[];
+  /** Tasks matched but revived by someone else in between (no longer dead). */
   skipped: number;
   /** More dead tasks match than the limit allowed: call again. */
+  more: boolean;
+}
+
+/** @deprecated Since 0.3: see {@link ReviveDeadResult} (`retried` is its `revived`). */
+export interface RetryDeadResult {
+  retried: TaskId[];
+  skipped: number;
   more: boolean;
 }
 

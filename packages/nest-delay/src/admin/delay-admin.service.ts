@@ -17,6 +17,7 @@ import type { DelayedTask, TaskRef } from '../task.types.js';
 import type {
   InstanceInfo,
   RetryDeadResult,
+  ReviveDeadResult,
   TaskDetails,
   TaskListFilter,
   TaskPage,
@@ -89,24 +90,33 @@ export class DelayAdmin {
   }
 
   /**
-   * Retries up to `limit` dead-lettered tasks matching `filter`, oldest due
-   * first, one by one through DelayService.retry. A task someone else
-   * retried in between is skipped, not an error.
+   * Revives up to `limit` dead-lettered tasks matching `filter`, oldest due
+   * first, one by one through DelayService.revive. A task someone else
+   * revived in between is skipped, not an error.
    */
-  async retryDead(filter: Omit<TaskListFilter, 'state'>, limit: number): Promise<RetryDeadResult> {
+  async reviveDead(
+    filter: Omit<TaskListFilter, 'state'>,
+    limit: number,
+  ): Promise<ReviveDeadResult> {
     checkFilter(filter);
     checkLimit(limit, 'limit');
     const dead = await findTasks(this.db, { ...filter, state: 'dead' }, limit + 1);
-    const result: RetryDeadResult = { retried: [], skipped: 0, more: dead.length > limit };
+    const result: ReviveDeadResult = { revived: [], skipped: 0, more: dead.length > limit };
     for (const row of dead.slice(0, limit)) {
       try {
-        result.retried.push((await this.delay.retry({ id: row.id })).id);
+        result.revived.push((await this.delay.revive({ id: row.id })).id);
       } catch (error) {
         if (!(error instanceof TaskStateError || error instanceof TaskNotFoundError)) throw error;
         result.skipped++;
       }
     }
     return result;
+  }
+
+  /** @deprecated Since 0.3: renamed {@link reviveDead}, whose result names the tasks `revived`. */
+  async retryDead(filter: Omit<TaskListFilter, 'state'>, limit: number): Promise<RetryDeadResult> {
+    const { revived, ...rest } = await this.reviveDead(filter, limit);
+    return { retried: revived, ...rest };
   }
 
   /** Tasks per state and type, at most `cap` rows read per state, shared for `maxAgeMs`. */

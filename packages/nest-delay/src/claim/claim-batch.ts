@@ -4,6 +4,7 @@ import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
 import { claimTasks, type ClaimGating, type ClaimRow, type GatedRow } from './claim-statements.js';
+import { overdueAfterMs } from '../schedules/catch-up.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
 import { writeCharge, writeFate } from '../tasks/transition-statements.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
@@ -134,6 +135,7 @@ export class ClaimBatch {
         plan.noteId,
         plan.alone,
         plan.gating,
+        overdueAfterMs(this.ctx.options.leaseMs),
       );
       claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
       const fates = known

@@ -174,7 +174,7 @@ export class ClaimRunner {
   private follow(fate: Fate): void {
     if (fate.transition === 'retry' || fate.transition === 'snooze')
       this.wheel.followLease(fate.row.id, fate.dueAtMs, fate.lockedBy);
-    else if (fate.transition !== 'complete') this.wheel.release(fate.row.id);
+    else if (fate.transition !== 'complete') this.wheel.drop(fate.row.id);
   }
 
   /**

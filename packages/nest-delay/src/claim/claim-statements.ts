@@ -4,6 +4,8 @@ import { LIMIT_LOCK_CLASS, slotLockKey } from '../limits/limit-statements.js';
 import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import { withdrawOccurrences } from '../tasks/transition-statements.js';
+import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 
 /** A claimed row: the task with `executed_at` set and this attempt counted. */
 export interface ClaimRow extends TaskRow {
@@ -37,6 +39,8 @@ export interface Claimed {
   gated: GatedRow[];
   /** A gate's claim found no slot free ('busy') or the type paused ('paused'). */
   held: 'busy' | 'paused' | null;
+  /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
+  withdrawn: TaskId[];
 }
 
 /** How a claim treats limited types (see limit-statements.ts). */
@@ -88,6 +92,11 @@ export async function claimTasks(
   noteId: string,
   alone: boolean,
   gating: ClaimGating = { declared: [] },
+  /**
+   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
+   * the runtime passes two of its leases, the default is two default leases.
+   */
+  overdueAfterMs = 60_000,
 ): Promise<Claimed> {
   const line = gating.line;
   const rows = await sql.rows<
@@ -96,6 +105,7 @@ export async function claimTasks(
       gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
       slots: number;
       slot_ok: boolean;
+      withdrawn: TaskId[];
     }
   >(
     `WITH mine AS (
@@ -119,7 +129,9 @@ export async function claimTasks(
        SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
               $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE WHEN l.overridden
                 THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
-                ELSE t.type = ANY($5::text[]) END) AS gated
+                ELSE t.type = ANY($5::text[]) END) AS gated,
+              -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
+              ${occurrenceVerdict('t', '$2', '$11')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
          AND (SELECT ok FROM slot)
@@ -128,9 +140,13 @@ export async function claimTasks(
        SELECT DISTINCT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
        WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
          AND a.recorded_at >= pg_postmaster_start_time() AND task_id IN (SELECT id FROM due)
+     ), withdrawn AS (
+       ${withdrawOccurrences('due', '$2')}
+     ), missed AS (
+       ${countMissed('withdrawn', '$2')}
      ), runnable AS (
        SELECT id FROM due
-       WHERE NOT gated
+       WHERE NOT gated AND withdrawn IS NULL
          AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
      ), claimed AS (
        UPDATE delayed_task t
@@ -145,11 +161,14 @@ export async function claimTasks(
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
      )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.slots, left_over.slot_ok
-     FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND id NOT IN (SELECT id FROM runnable)) AS deferred,
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.slots, left_over.slot_ok,
+            left_over.withdrawn
+     FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
+                        AND id NOT IN (SELECT id FROM runnable)) AS deferred,
+                  ARRAY(SELECT id FROM withdrawn) AS withdrawn,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
                                                      'due', ${epochMs('due_at')}))
-                   FROM due WHERE gated) AS gated,
+                   FROM due WHERE gated AND withdrawn IS NULL) AS gated,
                   slot.slots, slot.ok AS slot_ok
            FROM slot) left_over
      LEFT JOIN claimed ON true`,
@@ -164,6 +183,7 @@ export async function claimTasks(
       line?.concurrency ?? null,
       line?.credits?.credits ?? null,
       line?.credits?.holder ?? null,
+      overdueAfterMs,
     ],
   );
   const first = rows[0];
@@ -177,6 +197,7 @@ export async function claimTasks(
       dueAtMs: Math.floor(g.due),
     })),
     held: !first || first.slot_ok ? null : first.slots === 0 ? 'paused' : 'busy',
+    withdrawn: first?.withdrawn ?? [],
   };
 }
 

@@ -1,3 +1,4 @@
+import { closest } from '../closest-name.js';
 import { unknownType } from '../delay.messages.js';
 
 export class UnknownTaskTypeError extends Error {
@@ -5,7 +6,7 @@ export class UnknownTaskTypeError extends Error {
     readonly type: string,
     known: string[],
   ) {
-    super(unknownType(type, known));
+    super(unknownType(type, known, closest(type, known)));
     this.name = 'UnknownTaskTypeError';
   }
 }

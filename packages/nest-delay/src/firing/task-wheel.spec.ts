@@ -31,7 +31,7 @@ describe('TaskWheel', () => {
     expect(wheel.size).toBe(ids.length);
     expect(ids.every((id) => wheel.has(id))).toBe(true);
     expect(wheel.has('42.0')).toBe(false);
-    wheel.release('007');
+    wheel.drop('007');
     expect(wheel.has('007')).toBe(false);
     expect(wheel.has('7')).toBe(false);
     clock.advance(10_000);

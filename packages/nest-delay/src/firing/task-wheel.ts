@@ -99,7 +99,8 @@ export class TaskWheel implements LifecycleService {
     this.hold(id, dueAtMs);
   }
 
-  release(id: TaskId): void {
+  /** No longer held here (it ran, was cancelled, or is leased elsewhere): the lease is another matter. */
+  drop(id: TaskId): void {
     const key = keyOf(id);
     if (!this.wheel.cancel(key)) this.queue.cancel(key);
   }
@@ -107,7 +108,7 @@ export class TaskWheel implements LifecycleService {
   /** A task this instance wrote pending again (a fate, a charge): held if leased here, else let go. */
   followLease(id: TaskId, dueAtMs: number, lockedBy: string | null): void {
     if (this.ctx.policy.holds(lockedBy)) this.hold(id, dueAtMs);
-    else this.release(id);
+    else this.drop(id);
   }
 
   /**
@@ -125,7 +126,7 @@ export class TaskWheel implements LifecycleService {
       if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
         this.holdNoLaterThan(row.id, dueAtMs);
     } else if (policy.holds(row.locked_by)) this.hold(row.id, dueAtMs);
-    else if (row.locked_by !== null) this.release(row.id);
+    else if (row.locked_by !== null) this.drop(row.id);
     else if (this.has(row.id)) this.hold(row.id, dueAtMs);
   }
 

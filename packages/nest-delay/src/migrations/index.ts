@@ -7,6 +7,7 @@ import { DelayClockCorrection1764300000000 } from './1764300000000-DelayClockCor
 import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContext.js';
 import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
 import { DelayLimits1764600000000 } from './1764600000000-DelayLimits.js';
+import { DelayScheduleOwnership1764720000000 } from './1764720000000-DelayScheduleOwnership.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -26,4 +27,5 @@ export const delayMigrations = [
   DelayTraceContext1764400000000,
   DelaySchedules1764500000000,
   DelayLimits1764600000000,
+  DelayScheduleOwnership1764720000000,
 ];

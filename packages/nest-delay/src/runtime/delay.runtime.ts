@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { CLOCK, DatabaseClock, SystemClock, type Clock } from '../clock/index.js';
-import { errorText } from '../delay.messages.js';
+import { errorText, missingTables, noShutdownHooks } from '../delay.messages.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
 import { DELAY_DATA_SOURCE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
@@ -27,7 +27,8 @@ import { TaskWheel } from '../firing/task-wheel.js';
 import { WindowLoader } from '../lease/window-loader.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
-import { START_CLOCK_SAMPLES } from './tuning.js';
+import { shutdownHooksMissing } from './shutdown-hooks.js';
+import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES } from './tuning.js';
 
 /**
  * The services behind DelayService, started at application bootstrap (after
@@ -56,6 +57,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly pruner: Pruner;
   readonly planner: SchedulePlanner;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private hooksCheck: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(DELAY_OPTIONS) options: ResolvedDelayOptions,
@@ -98,7 +100,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     // Only an observer needs to hear of callers' commits.
     if (this.ctx.options.observer) this.ctx.afterCommit.attach();
     this.state = 'running';
-    await this.lease.start();
+    try {
+      await this.lease.start();
+    } catch (error) {
+      throw missingTableError(error) ?? error;
+    }
     await this.dispatcher.start();
     // Whatever fell due while no instance ran is run straight from the table.
     await this.backlog.start();
@@ -106,6 +112,13 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.planner.start();
     await this.wheel.start();
     await this.pruner.start();
+    // Looked at a moment later: an application context is initialised before
+    // its creator can call enableShutdownHooks().
+    this.hooksCheck = setTimeout(() => {
+      if (shutdownHooksMissing(process.listenerCount('SIGTERM'), process.env))
+        this.ctx.logger.warn(noShutdownHooks());
+    }, SHUTDOWN_HOOKS_CHECK_MS);
+    this.hooksCheck.unref();
     this.ctx.logger.log(
       `Instance ${this.ctx.options.instanceId} started: ${this.wheel.size} task(s) due within ${this.ctx.options.windowMs} ms held` +
         `${this.loader.busy ? ' so far, more loading' : ''}, handlers: ${this.registry.types().join(', ') || 'none'}`,
@@ -129,6 +142,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       return;
     }
     this.state = 'stopping';
+    clearTimeout(this.hooksCheck);
     this.ctx.policy.setRunning(false);
     await this.pruner.stop();
     await this.planner.stop();
@@ -200,6 +214,14 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       });
     }
   }
+}
+
+/** A clear error for the commonest first-run mistake: the package's migrations never ran. */
+function missingTableError(error: unknown): Error | undefined {
+  const e = error as { code?: string; driverError?: { code?: string }; message?: string };
+  // 42P01: undefined_table.
+  if ((e?.code ?? e?.driverError?.code) !== '42P01') return undefined;
+  return new Error(missingTables(e.message ?? 'undefined table'), { cause: error });
 }
 
 function defaultConcurrency(dataSource: DataSource): number {

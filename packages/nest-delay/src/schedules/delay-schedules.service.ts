@@ -10,16 +10,18 @@ import {
   resumeSchedule,
   upsertSchedule,
   type ScheduleListRow,
-} from './recurring-statements.js';
+} from './schedule-statements.js';
 import { resolveSchedule } from './schedule-spec.js';
 import type { ScheduleDefinition, ScheduleInfo } from './schedule.types.js';
 
 /**
  * Recurring schedules at run time, beside those declared with
  * @RecurringTask: add or change one (`upsert`), `remove`, `pause`, `resume`,
- * `list`. Every change is one statement on `delay_schedule`, which every
- * instance plans from, so it takes effect everywhere at once; a changed or
- * removed schedule's occurrences planned ahead are withdrawn with it.
+ * `list`. Every change is one transaction on `delay_schedule`, which every
+ * instance plans from, so it takes effect everywhere at once: it locks the
+ * schedule's row (waiting for a planner planning it), then unplans what was
+ * planned ahead. A claim checks the schedule again: an occurrence of a
+ * paused, removed or changed schedule is withdrawn, not run.
  */
 @Injectable()
 export class DelaySchedules {
@@ -37,7 +39,7 @@ export class DelaySchedules {
     const nowMs = this.now();
     const first = recurrence.next(nowMs - 1);
     await upsertSchedule(
-      this.db,
+      this.runtime.ctx.db,
       spec,
       first === undefined ? null : new Date(first),
       new Date(nowMs),
@@ -48,13 +50,13 @@ export class DelaySchedules {
 
   /** Removes a schedule everywhere, with its occurrences not yet due. */
   async remove(name: string): Promise<void> {
-    const removed = await removeSchedules(this.db, [name], [], new Date(this.now()));
+    const removed = await removeSchedules(this.runtime.ctx.db, [name], new Date(this.now()));
     if (removed.length === 0) throw new ScheduleNotFoundError(name);
   }
 
   /** Stops planning it (what was planned ahead is withdrawn); returns it. */
   async pause(name: string): Promise<ScheduleInfo> {
-    const row = await pauseSchedule(this.db, name, new Date(this.now()));
+    const row = await pauseSchedule(this.runtime.ctx.db, name, new Date(this.now()));
     if (!row) throw new ScheduleNotFoundError(name);
     return this.get(name);
   }
@@ -105,7 +107,8 @@ function toInfo(row: ScheduleListRow): ScheduleInfo {
     nextAt: row.next_at,
     upcomingAt: row.paused ? null : (row.next_planned_at ?? row.next_at),
     lastPlannedAt: row.last_at,
-    missed: Number(row.missed),
+    missed: Number(row.missed_total),
+    planError: row.plan_error,
     lastOccurrence:
       row.last_task_id === null
         ? null

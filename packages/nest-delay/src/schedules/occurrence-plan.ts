@@ -20,7 +20,7 @@ export interface OccurrencePlan {
 
 /** Planned occurrences of one schedule per round at most: a 1-second schedule plans a few rounds ahead. */
 export const MAX_PLANNED_PER_ROUND = 1000;
-/** Past occurrences walked at most to apply a catch-up policy; beyond, the walk jumps to now. */
+/** Past occurrences walked at most to apply a catch-up policy; beyond, the walk restarts near now (once), then jumps to now. */
 const MAX_WALKED = 1_000_000;
 
 /**
@@ -48,10 +48,24 @@ export function planOccurrences(
   // The occurrence before `at` in the schedule's sequence, whether it ran or not.
   let previous = lastMs;
   let walked = 0;
+  let restarted = false;
   // Missed ones: keep the latest `keep`, count the rest.
   while (at !== undefined && at < nowMs - graceMs) {
     if (++walked > MAX_WALKED) {
       // A long outage of a frequent schedule: what is left is missed, uncounted.
+      // The ones kept so far are from the middle of the outage, not the latest
+      // (issue 26: 'one' ran an occurrence days old), so once: drop them and
+      // walk again from far enough back for `keep` more at the pace walked so far.
+      const restartMs = Math.floor(nowMs - graceMs - ((at - nextMs) / MAX_WALKED) * 2 * (keep + 1));
+      if (!restarted && restartMs > at) {
+        restarted = true;
+        walked = 0;
+        missed += past.length;
+        past.length = 0;
+        previous = null;
+        at = recurrence.next(restartMs);
+        continue;
+      }
       previous = null;
       at = recurrence.next(nowMs - graceMs - 1);
       break;

@@ -6,12 +6,19 @@ import { recurrenceOf } from './schedule-spec.js';
 import {
   advanceSchedule,
   insertOccurrences,
-  anyScheduleDue,
   lockDueSchedules,
-  removeSchedules,
-  upsertSchedule,
+  planningDue,
+  setAsideSchedule,
   type ScheduleRow,
 } from './recurring-statements.js';
+import { upsertSchedule } from './schedule-statements.js';
+import {
+  conflictingDeclarations,
+  declareSchedules,
+  removeUndeclared,
+} from './declaration-statements.js';
+import { overdueAfterMs } from './catch-up.js';
+import { planRetryDelayMs } from './plan-failure.js';
 import type { Sql } from '../store/sql.js';
 import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
 import { PeriodicRound } from '../runtime/periodic-round.js';
@@ -33,8 +40,10 @@ export interface PlanningCounts {
  * horizon become one task each, and its next occurrence moves past them, in
  * one transaction. From there an occurrence is a task like any other: the
  * loader leases it, the wheel fires it on time, the claim runs it once.
- * At start, the schedules declared in code are written (a changed one
- * replanned) and those no longer declared removed.
+ * At start, the schedules declared in code are recorded as this
+ * instance's declarations and written (a changed one replanned); a schedule
+ * declared in code that no live instance declares any more is removed by
+ * the next round of any instance.
  */
 export class SchedulePlanner implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -80,34 +89,61 @@ export class SchedulePlanner implements LifecycleService {
     return this.rounds.runNow();
   }
 
-  /** The code's schedules into the table; those the code no longer declares out of it. */
+  /**
+   * Records what this instance declares, and writes it: when two live
+   * instances declare one name with different rules, the newest boot's rule
+   * wins (the others are warned about here). Nothing is removed here: a
+   * schedule this code does not declare may be another live instance's
+   * (another service, or the other version in a rolling deploy).
+   */
   private async reconcile(): Promise<void> {
-    const { db, clock, logger } = this.ctx;
+    const { db, clock, logger, options } = this.ctx;
     const nowMs = clock.now();
+    const now = new Date(nowMs);
     const declared = this.declared.all();
+    await declareSchedules(
+      db.pool,
+      options.instanceId,
+      declared.map(({ spec }) => spec),
+      now,
+    );
     for (const { spec, recurrence } of declared) {
       const first = recurrence.next(nowMs - 1);
       const changed = await upsertSchedule(
-        db.pool,
+        db,
         spec,
         first === undefined ? null : new Date(first),
-        new Date(nowMs),
+        now,
       );
       if (changed) logger.log(`Schedule ${spec.name}: ${recurrence.describe()}, runs ${spec.type}`);
     }
-    const removed = await removeSchedules(
+    for (const { name, instance_id } of await conflictingDeclarations(
       db.pool,
-      null,
-      declared.map(({ spec }) => spec.name),
-      new Date(nowMs),
-    );
-    if (removed.length > 0)
-      logger.log(`Schedules no longer declared in code, removed: ${removed.join(', ')}`);
+      options.instanceId,
+    )) {
+      logger.warn(
+        `Schedule ${name} is declared with another rule by live instance ${instance_id}: this instance's rule, the newest boot's, replaced it`,
+      );
+    }
   }
 
   private async plan(): Promise<void> {
-    const { db, clock, policy } = this.ctx;
-    if (!(await anyScheduleDue(db.pool, new Date(policy.horizonMs(clock.now()))))) return;
+    const { db, clock, policy, logger, options } = this.ctx;
+    const nowMs = clock.now();
+    const { due, undeclared } = await planningDue(
+      db.pool,
+      new Date(policy.horizonMs(nowMs)),
+      new Date(nowMs),
+      options.instanceId,
+    );
+    if (undeclared) {
+      const removed = await removeUndeclared(db, options.instanceId, new Date(nowMs));
+      if (removed.length > 0)
+        logger.log(
+          `Schedules no live instance declares in code any more, removed: ${removed.join(', ')}`,
+        );
+    }
+    if (!due) return;
     let inserted = 0;
     for (;;) {
       const { planned, full } = await this.planPage();
@@ -131,14 +167,20 @@ export class SchedulePlanner implements LifecycleService {
       const rows = await lockDueSchedules(
         sql,
         new Date(policy.horizonMs(nowMs)),
+        now,
         SCHEDULES_PER_PLAN,
       );
       for (const row of rows) {
         let plan: OccurrencePlan;
         try {
-          plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), options.leaseMs);
+          plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), overdueAfterMs(options.leaseMs));
         } catch (error) {
-          logger.error(`Schedule ${row.name} cannot be planned: ${errorText(error)}`);
+          // Set aside, not skipped: the next page does not find it again, so a page of them ends.
+          const retryAt = new Date(nowMs + planRetryDelayMs(row.plan_failures));
+          logger.error(
+            `Schedule ${row.name} cannot be planned, set aside until ${retryAt.toISOString()}: ${errorText(error)}`,
+          );
+          await setAsideSchedule(sql, row.name, errorText(error), retryAt, now);
           continue;
         }
         planned += await this.write(sql, row, plan, now);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { ScheduleSpec } from './recurring-statements.js';
+import type { ScheduleSpec } from './schedule-statements.js';
 import type { Recurrence } from './recurrence.js';
 
 /** The schedules this instance's code declares (@RecurringTask), filled at boot by the explorer. */

@@ -1,6 +1,6 @@
 import { DelayValidationError } from '../errors/delay-validation.error.js';
 import { parseDuration } from '../duration.js';
-import type { ScheduleSpec } from './recurring-statements.js';
+import type { ScheduleSpec } from './schedule-statements.js';
 import { Recurrence } from './recurrence.js';
 import type { ScheduleDefinition } from './schedule.types.js';
 

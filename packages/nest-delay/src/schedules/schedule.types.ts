@@ -65,8 +65,10 @@ export interface ScheduleInfo {
   upcomingAt: Date | null;
   /** The latest occurrence planned. */
   lastPlannedAt: Date | null;
-  /** Occurrences the catch-up policy dropped. */
+  /** Occurrences the catch-up policy dropped, whether planned or not when they were missed. */
   missed: number;
+  /** Why its last plan failed (it is set aside and tried again later); null when planning works. */
+  planError: string | null;
   /** The latest occurrence that came due, and what became of it. */
   lastOccurrence: {
     at: Date;
@@ -75,4 +77,3 @@ export interface ScheduleInfo {
     lastError: string | null;
   } | null;
 }
-

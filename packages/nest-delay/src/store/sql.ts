@@ -52,6 +52,11 @@ export class Database {
     };
   }
 
+  /** `work`'s statements in one transaction of their own, committed when it resolves. */
+  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction((manager) => work(this.in(manager)));
+  }
+
   /** Statements in the caller's transaction when `manager` has one, else on the pool. */
   in(manager: EntityManager | undefined): Sql {
     const runner = manager?.queryRunner;

@@ -273,3 +273,26 @@ export function revive(
     lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
   };
 }
+
+// ---------------------------------------------------------------- a schedule's occurrences
+
+/**
+ * **unplan**: the occurrences of a schedule planned ahead (pending, not yet
+ * due, never started) are deleted, not cancelled, so that replanning may
+ * insert those instants again (one task per occurrence, ever, is the unique
+ * index's promise). Used by pause, remove and a change of rule, each after
+ * locking the schedule's row (see schedule-statements.ts). Statement:
+ * `unplanOccurrences` (transition-statements.ts).
+ *
+ * **withdraw**: at its claim, an occurrence that must not run is cancelled
+ * instead, `last_error` saying why (one of the reasons below). Statement:
+ * `withdrawOccurrences`, a part of the claim's own statement, so the
+ * database decides it from the schedule's row as it is at the claim.
+ */
+export const WITHDRAWN = {
+  removed: 'withdrawn: its schedule was removed',
+  paused: 'withdrawn: its schedule is paused',
+  ruleChanged: "withdrawn: its schedule's rule changed after it was planned",
+  /** Prefix of a catch-up drop; the policy follows it. */
+  missed: 'missed: due while no instance ran, dropped by its catch-up policy',
+} as const;

@@ -18,6 +18,21 @@ describe('WindowPolicy', () => {
     expect(p.horizonMs(now)).toBe(now + 60_000);
   });
 
+  it('leases an overdue task to itself too: it fires at once from the wheel', () => {
+    const p = policy();
+    p.setRunning(true);
+    expect(p.leaseOnWrite(now - 3_600_000, now, false)).toBe('me');
+  });
+
+  it('holds and leases nothing again once the instance stops', () => {
+    const p = policy();
+    p.setRunning(true);
+    p.setRunning(false);
+    expect(p.isRunning).toBe(false);
+    expect(p.holds('me')).toBe(false);
+    expect(p.leaseOnWrite(now, now, false)).toBeNull();
+  });
+
   it("leaves a task written in the caller's transaction to whichever loader finds it after commit", () => {
     const p = policy();
     p.setRunning(true);

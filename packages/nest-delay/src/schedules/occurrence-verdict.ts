@@ -1,0 +1,55 @@
+import { WITHDRAWN } from '../tasks/task-transitions.js';
+
+/** A constant of ours as an SQL string literal (never built from input). */
+const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+
+/** The SQL of overdueKept (catch-up.ts): how many of the latest overdue occurrences a policy runs. */
+const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_up_cap END`;
+
+/**
+ * Whether an occurrence may run, decided in the claim's statement from its
+ * schedule's row as it is then, whichever instance claims it: null for a
+ * one-off task or an occurrence that may run, else why it is withdrawn
+ * (WITHDRAWN, task-transitions.ts):
+ * - its schedule is gone, paused, or its rule changed since it was planned
+ *   (`schedule_generation`; null, planned before generations, passes);
+ * - it is overdue (catch-up.ts: due more than `overdueAfterMs` ago, its first
+ *   attempt, at its own instant, not moved by a reschedule or a snooze), and
+ *   its policy keeps fewer overdue occurrences than there are overdue ones
+ *   after it (planned rows, whatever their state: an occurrence the planner
+ *   already counted as missed has none).
+ * `t`: the task's alias; `now`, `overdueMs`: the statement's parameters.
+ */
+export function occurrenceVerdict(t: string, now: string, overdueMs: string): string {
+  const overdueBefore = `(${now}::timestamptz - ${overdueMs}::float8 * interval '1 millisecond')`;
+  return `CASE WHEN ${t}.schedule_name IS NULL THEN NULL ELSE (
+         SELECT CASE
+           WHEN s.name IS NULL THEN ${literal(WITHDRAWN.removed)}
+           WHEN s.paused THEN ${literal(WITHDRAWN.paused)}
+           WHEN ${t}.schedule_generation <> s.generation THEN ${literal(WITHDRAWN.ruleChanged)}
+           WHEN ${t}.attempts = 0 AND ${t}.due_at = ${t}.occurrence_at AND ${t}.due_at < ${overdueBefore}
+                AND (SELECT count(*) FROM (
+                       SELECT 1 FROM delayed_task later
+                       WHERE later.schedule_name = ${t}.schedule_name
+                         AND later.occurrence_at > ${t}.occurrence_at
+                         AND later.occurrence_at < ${overdueBefore}
+                       LIMIT ${KEPT}) k) >= ${KEPT}
+             THEN ${literal(WITHDRAWN.missed)} || ' (' || s.catch_up || ')'
+         END
+         FROM (SELECT 1) one LEFT JOIN delay_schedule s ON s.name = ${t}.schedule_name) END`;
+}
+
+/**
+ * Counts the occurrences a claim dropped by catch-up (rows of CTE
+ * `withdrawn`) in `delay_schedule_missed`, appended: the claim holds task
+ * locks, and waiting there on a schedule's row could deadlock with a pause
+ * that holds the row and waits on those tasks. The planner folds the counts
+ * into `delay_schedule.missed` (foldMissed).
+ */
+export const countMissed = (
+  withdrawn: string,
+  now: string,
+) => `INSERT INTO delay_schedule_missed (schedule_name, missed, at)
+       SELECT schedule_name, count(*), ${now} FROM ${withdrawn}
+       WHERE reason LIKE ${literal(WITHDRAWN.missed + '%')}
+       GROUP BY schedule_name`;

@@ -1,0 +1,14 @@
+/** The first wait before a schedule whose plan failed is tried again. */
+export const PLAN_RETRY_FIRST_MS = 60_000;
+/** The longest wait between two tries. */
+export const PLAN_RETRY_MAX_MS = 3_600_000;
+
+/**
+ * How long a schedule whose plan failed `failures` times before (0 for its
+ * first failure) is set aside: a minute, doubling, at most an hour. A rule
+ * that cannot be planned (a row changed by hand, a zone the platform lost)
+ * is retried without costing every planning round.
+ */
+export function planRetryDelayMs(failures: number): number {
+  return Math.min(PLAN_RETRY_MAX_MS, PLAN_RETRY_FIRST_MS * 2 ** Math.min(failures, 20));
+}
