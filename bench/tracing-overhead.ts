@@ -49,7 +49,6 @@ function rowsOf(): ClaimRow[] {
     locked_by: 'bench',
     created_at: new Date(),
     updated_at: new Date(),
-    interrupted_at: null,
     trace_context: { traceparent },
   })) as ClaimRow[];
 }

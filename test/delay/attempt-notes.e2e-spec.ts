@@ -71,6 +71,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [id],
         gated: [],
         held: null,
+        withdrawn: [],
       });
       await second.query('COMMIT');
       const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
@@ -86,6 +87,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [],
         gated: [],
         held: null,
+        withdrawn: [],
       });
       await first.query('COMMIT');
       expect((await pool.query(`SELECT count(*)::int AS n FROM delay_attempt`)).rows[0].n).toBe(0);
@@ -122,6 +124,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [id],
         gated: [],
         held: null,
+        withdrawn: [],
       });
       await next.query('COMMIT');
       const solo = await recordAttempt(sqlOf(next), 'next', [id], now);

@@ -1,4 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
+import type pg from 'pg';
 import { DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { useDelayTestApp, recordEffect, SECOND, type DelayTestApp } from './delay-test-app.js';
 
@@ -13,6 +14,13 @@ class SlowHandlers {
   hangs(): Promise<never> {
     this.started++;
     return new Promise<never>(() => undefined);
+  }
+
+  /** Hangs on its first attempt, throws on the next ones. */
+  @DelayedTaskHandler('test.hangs-once', { timeout: TIMEOUT_MS, maxAttempts: 3 })
+  hangsOnce(_payload: unknown, context: TaskContext): Promise<never> {
+    if (context.attempt === 1) return new Promise<never>(() => undefined);
+    return Promise.reject(new Error(`attempt ${context.attempt} fails plainly`));
   }
 
   /** Writes, then waits for its signal and gives up as asked. */
@@ -83,5 +91,51 @@ describe('a handler past its timeout', () => {
     const failed = await t.delay.get({ id: task.id });
     expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
     expect(failed!.lastError).toMatch(/TaskTimeoutError: handler timed out after 300 ms/);
+  });
+
+  it('whose charge fails (the database briefly unreachable) is held and claimed again soon', async () => {
+    const hung = await t.delay.schedule({ type: 'test.hangs', delay: 0 });
+    // The charge's one statement fails once, as if the connection had dropped
+    // (on the pool, a retry's or dead-letter's statement is a charge's: fates
+    // are written on the claim's own connection).
+    const pool = (t.dataSource.driver as unknown as { master: pg.Pool }).master;
+    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+    let failures = 0;
+    (pool as { query: unknown }).query = (...args: unknown[]) => {
+      if (failures === 0 && String(args[0]).includes('WITH written AS')) {
+        failures++;
+        return Promise.reject(new Error('Connection terminated unexpectedly (injected)'));
+      }
+      return query(...args);
+    };
+    try {
+      await t.tester.runDue();
+      expect(failures).toBe(1);
+      // Not stranded: still leased here, and in this instance's wheel.
+      expect(t.tester.isHeld(hung.id)).toBe(true);
+      expect(await t.delay.get({ id: hung.id })).toMatchObject({ state: 'pending', attempts: 0 });
+
+      // Claimed again a second later, cut off again, and charged this time.
+      const report = await t.tester.advance(SECOND);
+      expect(report.byType['test.hangs']).toMatchObject({ failed: 1 });
+      expect(await t.delay.get({ id: hung.id })).toMatchObject({ state: 'pending', attempts: 1 });
+      expect(await t.query(`SELECT * FROM delay_attempt`)).toEqual([]);
+    } finally {
+      delete (pool as { query?: unknown }).query;
+    }
+  });
+
+  it('keeps its cut-off flag until an attempt of it runs: the claim clears it', async () => {
+    const task = await t.delay.schedule({ type: 'test.hangs-once', delay: 0 });
+    const flag = async () =>
+      (await t.query(`SELECT interrupted_at FROM delayed_task WHERE id = $1`, [task.id]))[0]
+        .interrupted_at;
+    await t.tester.runDue();
+    expect(await flag()).not.toBeNull();
+    // Its second attempt runs (alone) and fails plainly: the flag went with that claim.
+    const report = await t.tester.advance(10 * SECOND);
+    expect(report.byType['test.hangs-once']).toMatchObject({ failed: 1 });
+    expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'pending', attempts: 2 });
+    expect(await flag()).toBeNull();
   });
 });

@@ -12,7 +12,6 @@ import {
   type NormalizedRequest,
 } from './tasks/schedule-request.js';
 import {
-  insertTask,
   insertTasks,
   insertUnkeyedTask,
   insertUnkeyedTasks,
@@ -20,15 +19,16 @@ import {
   newTaskRow,
   type BulkRow,
 } from './tasks/insert-statements.js';
+import { getTask } from './tasks/task-statements.js';
 import {
   cancelTask,
-  getTask,
+  insertTask,
   rescheduleTask,
   reviveTask,
   type ActedRow,
-} from './tasks/task-statements.js';
+} from './tasks/transition-statements.js';
 import { stateOf, toTask } from './tasks/task-row.js';
-import { cancel, leaseFor, reschedule, revive } from './tasks/task-transitions.js';
+import { cancel, leaseFor, replace, reschedule, revive } from './tasks/task-transitions.js';
 import { checkTaskRef } from './task-ref.js';
 import type { DelayStats } from './delay-stats.js';
 import type {
@@ -69,7 +69,8 @@ export class DelayService {
     const req = this.normalize(request);
     const { manager } = options;
     const nowMs = this.now();
-    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, manager !== undefined);
+    const inCaller = manager !== undefined;
+    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller);
     const now = new Date(nowMs);
     const sql = this.db.in(manager);
     // The caller's trace goes with the task, to its handler's span.
@@ -82,7 +83,16 @@ export class DelayService {
             lockedBy,
             now,
           )
-        : await insertTask(sql, req, lockedBy, now, traceContext);
+        : await insertTask(
+            sql,
+            req,
+            lockedBy,
+            req.ifExists === 'replace'
+              ? replace(req.dueAtMs, nowMs, this.policy, inCaller)
+              : 'keep',
+            now,
+            traceContext,
+          );
     this.wheel.track(row, manager !== undefined);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };

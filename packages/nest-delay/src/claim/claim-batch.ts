@@ -1,34 +1,27 @@
-import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
 import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
 import { LineClaims } from './line-claims.js';
-import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
-import type { ClaimConnection } from '../store/sql.js';
-import { toTask } from '../tasks/task-row.js';
+import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
 import { writeCharge, writeFate } from '../tasks/transition-statements.js';
-import { TaskOutcome } from '../task-outcome.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import {
   charge,
-  complete,
-  discard,
   fail,
   hasAttemptsLeft,
   noteChargeReason,
-  skip,
-  snooze,
   type Fate,
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../runtime/delay-context.js';
-import { HandlerCutOff, withDeadline } from './handler-deadline.js';
-import { call, logFate, occurrenceOf, scopeOf, within } from './handler-call.js';
+import { AttemptRunner, scopeOf } from './attempt-runner.js';
+import { HandlerCutOff } from './handler-deadline.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
 import type { BatchResult, ClaimPlan } from './claim-plan.js';
 
@@ -38,7 +31,6 @@ export type { BatchResult, ClaimPlan } from './claim-plan.js';
 class Redo {
   constructor(readonly failures: Map<TaskId, Fate>) {}
 }
-const SAVEPOINT = 'delayed_task';
 
 /**
  * One claim transaction, which the dispatcher has begun (with its attempt
@@ -56,12 +48,14 @@ const SAVEPOINT = 'delayed_task';
  */
 export class ClaimBatch {
   private readonly rules: TransitionRules;
+  private readonly attempts: AttemptRunner;
 
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
   ) {
     this.rules = { policy: ctx.policy, backoffOf: (type) => registry.backoffOf(type) };
+    this.attempts = new AttemptRunner(ctx, registry, this.rules);
   }
 
   /** Postgres-side limits of a claim transaction (see BACKSTOP_MARGIN_MS). */
@@ -79,7 +73,9 @@ export class ClaimBatch {
       const result = await this.pass(connection, ids, plan, new Map(), spans);
       if (!(result instanceof Redo)) return result;
       spans?.rolledBack();
-      throw new Error('the claim could not commit (a statement left its transaction aborted)');
+      throw new Error(
+        'the claim could not commit (a statement left its transaction aborted, or a deferred constraint failed at COMMIT)',
+      );
     }
     const first = await this.pass(connection, ids, plan, undefined, spans);
     if (!(first instanceof Redo)) return first;
@@ -108,31 +104,21 @@ export class ClaimBatch {
     try {
       const exhausted = plan.alone ? await this.chargeDeadNotes(connection, ids, plan) : [];
       const now = new Date(plan.nowMs);
+      const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
       let claimed: ClaimRow[];
-      let taken: Omit<Claimed, 'claimed'> & { left?: TaskId[] };
+      let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & { left?: TaskId[] };
       let fates: Fate[] | Redo;
       if (plan.line) {
         // A gate's claim: one claim statement before each start (LineClaims), always fenced.
         const line = new LineClaims(
           sql,
           ids,
-          {
-            now,
-            noteId: plan.noteId,
-            alone: plan.alone,
-            overdueAfterMs: overdueAfterMs(this.ctx.options.leaseMs),
-          },
+          { now, noteId: plan.noteId, alone: plan.alone, overdueAfterMs: overdueMs },
           plan.line,
         );
-        fates = await this.runFenced(
-          connection,
-          () => line.next(),
-          plan,
-          known ?? new Map(),
-          spans,
-        );
+        fates = await this.runFenced(connection, () => line.next(), plan, known ?? new Map(), spans);
         ({ claimed } = line);
-        taken = { deferred: line.deferred, gated: [], held: line.held, left: line.left, withdrawn: [] };
+        taken = { deferred: line.deferred, gated: [], held: line.held, left: line.left };
       } else {
         ({ claimed, ...taken } = await claimTasks(
           sql,
@@ -141,7 +127,7 @@ export class ClaimBatch {
           plan.noteId,
           plan.alone,
           plan.gating,
-          overdueAfterMs(this.ctx.options.leaseMs),
+          overdueMs,
         ));
         claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
@@ -151,13 +137,14 @@ export class ClaimBatch {
           : await this.runOptimistic(connection, claimed, plan, spans);
       }
       if (fates instanceof Redo) return fates;
-      // A handler may have swallowed a database error: then COMMIT rolls
-      // everything back instead, and the batch runs again fenced.
+      // A handler may have swallowed a database error, or broken a deferred
+      // constraint: then nothing commits, and the batch runs again fenced,
+      // where each task's savepoint is checked (see ClaimConnection.fence).
       // A task claimed alone: its COMMIT shows under its span too.
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
       if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
       spans?.committed([...exhausted, ...fates]);
-      for (const fate of [...exhausted, ...fates]) logFate(this.ctx.logger, fate);
+      for (const fate of [...exhausted, ...fates]) this.log(fate);
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred: taken.deferred,
@@ -247,17 +234,9 @@ export class ClaimBatch {
     const { nowMs } = plan;
     const strict = plan.line !== undefined;
     for (let index = 0, row = await next(); row; index++, row = await next()) {
-      // One round trip per fence: the previous task's savepoint is released
-      // and this one's taken in one simple-protocol query.
-      if (index === 0) await this.fence(connection, fates, nowMs, `SAVEPOINT ${SAVEPOINT}`);
-      else
-        await this.fence(
-          connection,
-          fates,
-          nowMs,
-          `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
-          strict,
-        );
+      // One round trip per fence: the previous task's deferred constraints
+      // are checked, its savepoint released and this one's taken.
+      await this.fence(connection, fates, nowMs, index === 0 ? 'first' : 'next', strict);
       // A task that already failed this attempt is not run a second time in it.
       const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
@@ -265,33 +244,33 @@ export class ClaimBatch {
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
-    if (fates.length > 0)
-      await this.fence(connection, fates, nowMs, `RELEASE SAVEPOINT ${SAVEPOINT}`);
+    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last', strict);
     return fates;
   }
 
   /**
-   * Runs `statement`, which closes the previous task's savepoint (if any) and
-   * opens the next. If that fails, the previous handler returned normally but
-   * left the transaction aborted (it swallowed a database error): its writes
-   * are undone and it fails, so the other tasks still commit.
+   * Takes a step of the fence: closes the previous task's savepoint (if any)
+   * and opens the next. If that fails, the previous handler returned normally
+   * but left the transaction aborted (it swallowed a database error), or its
+   * writes break a deferred constraint: its writes are undone and it fails,
+   * so the other tasks still commit.
    */
   private async fence(
     connection: ClaimConnection,
     fates: Fate[],
     nowMs: number,
-    statement: string,
-    strict = false,
+    step: 'first' | 'next' | 'last',
+    strict: boolean,
   ): Promise<void> {
     try {
-      await connection.sql.rows(statement, []);
+      await connection.fence(step);
     } catch (error) {
       const previous = fates[fates.length - 1];
       if (!previous || strict) throw error;
       await this.rollbackToSavepoint(connection);
-      const failed = fail(previous.row, leftAborted(error), nowMs, this.rules);
+      const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      await connection.sql.rows(statement, []);
+      await connection.fence(step);
     }
     AfterCommit.savepoint(connection.runner);
   }
@@ -310,76 +289,40 @@ export class ClaimBatch {
     }
   }
 
-  /**
-   * Runs one claimed task's handler under its timeout and decides its fate:
-   * complete, or what its TaskOutcome asks, or a failure (retry or exhaust).
-   * Throws HandlerCutOff when the handler outlived its timeout and grace.
-   */
-  private async attempt(
+  /** One attempt of a claimed task: its handler run, its fate decided (AttemptRunner). */
+  private attempt(
     connection: ClaimConnection,
     row: ClaimRow,
     plan: ClaimPlan,
     spans: PassSpans | undefined,
   ): Promise<Fate> {
-    const { nowMs, onStart } = plan;
-    spans?.open(row, nowMs);
-    const handler = this.registry.get(row.type);
-    if (!handler) return discard(row, noHandlerAtRun(row.type));
-    const occurrence = occurrenceOf(row);
-    // Only a schedule that skips overlaps asks (one round trip it spares the others).
-    if (
-      occurrence &&
-      row.overlap === 'skip' &&
-      (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
-    )
-      return skip(
-        row,
-        'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
-      );
-    const { manager } = connection.runner;
-    const { instanceId } = this.ctx.options;
-    let returned: unknown;
-    try {
-      returned = await withDeadline(
-        (controller) => {
-          // In the task's scope: whatever the handler logs names the task.
-          const running = runInTaskScope(scopeOf(row), () =>
-            call(spans, row.id, () =>
-              handler.fn(row.payload, {
-                task: toTask(row),
-                manager,
-                attempt: row.attempts,
-                instanceId,
-                occurrence,
-                // Built when read (see withDeadline): most handlers never look.
-                get signal() {
-                  return controller.signal;
-                },
-              }),
-            ),
-          );
-          // Its first statement has run: it has started, whatever it does next.
-          onStart?.(row);
-          return running;
-        },
-        handler.timeoutMs,
-        Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
-        () => new HandlerCutOff(row, handler.timeoutMs),
-      );
-    } catch (error) {
-      spans?.failed(row.id, error);
-      if (error instanceof HandlerCutOff) throw error;
-      return fail(row, errorText(error), nowMs, this.rules);
-    }
-    if (!(returned instanceof TaskOutcome)) return complete(row);
-    if (returned.kind === 'discard') return discard(row, returned.reason ?? 'discarded');
-    return snooze(row, returned.snoozeMs, nowMs, this.ctx.policy);
+    return this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
   }
 
   /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */
   private async rollbackToSavepoint(connection: ClaimConnection): Promise<void> {
-    await connection.sql.rows(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`, []);
+    await connection.rollbackToSavepoint();
     AfterCommit.rolledBackToSavepoint(connection.runner);
+  }
+
+  /** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
+  private log(fate: Fate): void {
+    const { row } = fate;
+    const name = `Task ${row.id} (${row.type})`;
+    let line: [level: 'warn' | 'error', message: string] | undefined;
+    if (fate.transition === 'retry')
+      line = [
+        'warn',
+        `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`,
+      ];
+    else if (fate.transition === 'exhaust')
+      line = ['error', `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`];
+    else if (fate.transition === 'discard')
+      line = ['error', `${name} dead-lettered at once: ${fate.reason}`];
+    if (line) {
+      const [level, message] = line;
+      runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
+    }
   }
 }
 
@@ -390,4 +333,17 @@ function leftAborted(error: unknown): string {
   return errorText(
     new Error(`handler returned but left its transaction aborted (${errorText(error)})`),
   );
+}
+
+/** Why a task's fence failed: a deferred constraint its writes break, or a transaction it left aborted. */
+function failedAtFence(error: unknown): string {
+  if (!failedDeferredCheck(error)) return leftAborted(error);
+  return errorText(
+    new Error(`its writes break a constraint checked at commit (${errorText(error)})`),
+  );
+}
+
+/** `fn` under the task's span, when there are spans. */
+function within<T>(spans: PassSpans | undefined, id: TaskId, fn: () => T): T {
+  return spans ? spans.within(id, fn) : fn();
 }

@@ -207,9 +207,14 @@ export class ClaimRunner {
         this.wheel.hold(row.id, this.retrySoonMs());
       }
     } catch (error) {
-      // Uncharged, rather than let its note charge the batch-mates below as well.
+      // Uncharged, rather than let its note charge the batch-mates below as
+      // well. Still leased here, so no loader would take it: held here, and
+      // claimed again soon (its note, forgotten, defers nothing).
       this.notes.forgetLater(noteId);
-      ctx.logger.error(`Charging the cut-off task ${row.id} failed: ${errorText(error)}`);
+      this.wheel.hold(row.id, this.retrySoonMs());
+      ctx.logger.error(
+        `Charging the cut-off task ${row.id} failed, claiming it again shortly, uncharged: ${errorText(error)}`,
+      );
     }
     // Their claim is over: they may be queued again at once.
     this.host.claimEnded(ids);

@@ -11,8 +11,6 @@ import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.
 export interface ClaimRow extends TaskRow {
   /** The trace context it was scheduled in (kept through retries, snoozes and revives). */
   trace_context: TraceCarrier | null;
-  /** Set when its last attempt was cut off: it may only run alone. */
-  interrupted_at: Date | null;
   /** An occurrence of a recurring schedule: its name, its instant and the one before. */
   schedule_name: string | null;
   occurrence_at: Date | null;
@@ -97,7 +95,8 @@ export type ClaimGating =
  * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
  * listed in any other note, dead or alive, is locked but left unclaimed and
  * returned in `deferred`: it runs in a claim of its own, so a task that
- * kills its process takes no batch-mates with it.
+ * kills its process takes no batch-mates with it. The claim clears the flag
+ * (the one transition that does): if it rolls back, the flag is back.
  *
  * Shared limits (`gating`): a claim of fired tasks leaves those of limited
  * or paused types unclaimed and returns them in `gated`; the limit gate then
@@ -136,18 +135,18 @@ export async function claimTasks(
      -- (a pause or change committed since this statement's snapshot), and
      -- blocks no update of it. See limit-statements.ts.
      pause_lock AS (
-       SELECT $6::text IS NULL OR $9::boolean
+       SELECT $6::text IS NULL
               OR pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
      ), limits AS (
        SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts
        FROM delay_type_limit l, pause_lock
-       WHERE l.type = $6 AND pause_lock.ok AND NOT $9::boolean
+       WHERE l.type = $6 AND pause_lock.ok
        FOR KEY SHARE OF l
      ), gate AS (
-       SELECT $6::text IS NOT NULL AND NOT $9::boolean AS line,
+       SELECT $6::text IS NOT NULL AS line,
               NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
               CASE WHEN l.overridden THEN l.concurrency ELSE $8::int END AS seats,
-              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL ELSE $12::boolean END AS paced
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL ELSE $11::boolean END AS paced
        FROM (SELECT 1) one LEFT JOIN limits l ON true
      ), line_check AS (
        -- In order, each only if the one before passed: no seat is taken for a paused type.
@@ -158,14 +157,14 @@ export async function claimTasks(
          -- SHARE) until this transaction ends: a takeover, which deletes that
          -- row and reaps the credits in one statement, cannot happen while
          -- this claim's handlers start (releaseExpiredInstances skips it).
-         WHEN $10::int[] IS NOT NULL AND NOT (cardinality($10::int[]) = (
+         WHEN $9::int[] IS NOT NULL AND NOT (cardinality($9::int[]) = (
            SELECT count(*) FROM delay_limit_credit c
-           WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($10::int[]) AND c.holder = $11
+           WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($9::int[]) AND c.holder = $10
              AND c.used_at = 'infinity'
-         ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $11 FOR KEY SHARE OF i))
+         ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $10 FOR KEY SHARE OF i))
            THEN 'unpaced'
-         WHEN $10::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
-         WHEN seats IS NOT NULL AND NOT $13::boolean AND NOT EXISTS (
+         WHEN $9::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
+         WHEN seats IS NOT NULL AND NOT $12::boolean AND NOT EXISTS (
            SELECT 1 FROM generate_series(0, seats - 1) s
            WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$6', '$7', 's')})
          ) THEN 'busy'
@@ -178,7 +177,7 @@ export async function claimTasks(
                 THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
                 ELSE t.type = ANY($5::text[]) END) AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              ${occurrenceVerdict('t', '$2', '$14')} AS withdrawn
+              ${occurrenceVerdict('t', '$2', '$13')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
          AND (SELECT refused IS NULL FROM line_check)
@@ -197,13 +196,13 @@ export async function claimTasks(
          AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
      ), claimed AS (
        UPDATE delayed_task t
-       SET executed_at = $2, attempts = t.attempts + 1, updated_at = $2
+       SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
        RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
-                 ${epochMs('t.interrupted_at')} AS interrupted_at, t.schedule_name,
+                 t.schedule_name,
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
@@ -227,7 +226,6 @@ export async function claimTasks(
       line?.type ?? null,
       line?.key ?? null,
       line?.concurrency ?? null,
-      false, // [limits] $9 unused since gate claims are always fenced (kept to leave the numbering)
       line?.credits?.credits ?? null,
       line?.credits?.holder ?? null,
       line?.paced ?? false,
@@ -281,7 +279,6 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     locked_by: row.locked_by,
     created_at: toDate(row.created_at),
     updated_at: toDate(row.updated_at),
-    interrupted_at: toDateOrNull(row.interrupted_at),
     schedule_name: row.schedule_name,
     occurrence_at: toDateOrNull(row.occurrence_at),
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),

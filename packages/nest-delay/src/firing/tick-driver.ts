@@ -1,5 +1,6 @@
 import type { Clock, TimerHandle } from '../clock/index.js';
 import type { DueEntry, DueQueue, TimingWheel } from '../wheel/index.js';
+import { HANDOUT } from '../runtime/tuning.js';
 
 export interface TickDriverOptions<V> {
   wheel: TimingWheel<V>;
@@ -13,9 +14,6 @@ export interface TickDriverOptions<V> {
   /** Ticks per `advance` call before yielding to the event loop while catching up. */
   maxTicksPerBatch?: number;
 }
-
-/** Entries handed out per turn of the event loop: a burst of 100,000 starts its first claims at once. */
-const HANDOUT = 1000;
 
 /**
  * Fires each entry at its own due time, never before. The wheel places

@@ -13,9 +13,7 @@ import type { DelayContext, LifecycleService } from '../runtime/delay-context.js
 import { ClockWatch } from './clock-watch.js';
 import { PeriodicRound } from '../runtime/periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
-
-/** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
-const ORPHAN_SWEEP_EVERY = 6;
+import { ORPHAN_SWEEP_EVERY } from '../runtime/tuning.js';
 
 /**
  * This instance's lease in `delay_instance`, and the takeover of instances

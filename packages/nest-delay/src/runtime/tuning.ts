@@ -1,7 +1,20 @@
 /**
  * The runtime's tuning constants, named and together (what they trade is
  * said beside each). Measured effects belong in bench/HISTORY.md, not here.
+ *
+ * Not here, on purpose: bounds that options and API calls are checked
+ * against (limits/task-limit.ts, admin/delay-admin.service.ts, the limits'
+ * WAITING_COUNT_CAP), part of what a caller sees rather than tuning; the
+ * pure wheel's and clock's own sizes (wheel/, clock/database-clock.ts),
+ * whose folders import nothing; and the planner's per-round bounds
+ * (schedules/occurrence-plan.ts).
  */
+
+/** Entries the tick driver hands out per turn of the event loop: a burst of 100,000 starts its first claims at once. */
+export const HANDOUT = 1000;
+
+/** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
+export const ORPHAN_SWEEP_EVERY = 6;
 
 /** How long a handler gets after its signal aborts before its claim is cut off. */
 export const CUT_OFF_GRACE_MS = 1000;

@@ -100,11 +100,21 @@ export interface ClaimConnection {
   /**
    * Commits, as TypeORM's commitTransaction does (its events included), then
    * runs `after` (no parameters) in the same round trip; says whether
-   * Postgres committed. False when a statement left the transaction aborted:
-   * then it is still open, for `restart`. A deferred constraint that fails
-   * throws, the transaction still open: close the connection.
+   * Postgres committed. False when a statement left the transaction aborted,
+   * or a deferred constraint failed its check (see failedDeferredCheck): then
+   * it is still open, for `restart`. Any other failure throws: close the connection.
    */
   commit(after: string): Promise<boolean>;
+  /**
+   * The savepoints of a fenced pass, one a task, each step one round trip:
+   * `first` takes the first task's; `next` checks the deferred constraints of
+   * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
+   * next one's; `last` checks and releases the last task's. A failed check
+   * leaves the task's savepoint aborted, for rollbackToSavepoint, then the same step again.
+   */
+  fence(step: 'first' | 'next' | 'last'): Promise<void>;
+  /** Undoes the current task's writes: back to its savepoint, still open. */
+  rollbackToSavepoint(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
@@ -117,6 +127,38 @@ export interface ClaimConnection {
 
 /** SQLSTATE 25P02: a statement earlier in the transaction failed; nothing more runs but ROLLBACK. */
 const IN_FAILED_TRANSACTION = '25P02';
+
+/**
+ * A failure of the deferred checks run before COMMIT (SET CONSTRAINTS ALL
+ * IMMEDIATE): an integrity constraint (class 23: a foreign key, unique,
+ * exclusion or check) or a constraint trigger written in PL/pgSQL (class
+ * P0). Raised before COMMIT runs, so the transaction is still open, aborted.
+ */
+export function failedDeferredCheck(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('23') || code.startsWith('P0'));
+}
+
+/** A task's savepoint in a fenced pass. */
+const SAVEPOINT = 'delayed_task';
+
+/**
+ * Checks the deferred constraints of what the transaction wrote so far, so
+ * that a violation is the task's that made it, not the whole claim's at
+ * COMMIT. Inside a savepoint rolled back at once: the constraints go back to
+ * their modes (a later handler may still rely on deferral), and the checks
+ * run again at COMMIT. So each fence re-checks the rows of every task before
+ * it: quadratic in a batch's deferred rows, paid only in a fenced pass (a
+ * rerun, or a limited type's claim), and only by tables with such constraints.
+ */
+const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDIATE;
+  ROLLBACK TO SAVEPOINT ${SAVEPOINT}_check; RELEASE SAVEPOINT ${SAVEPOINT}_check`;
+
+const FENCE = {
+  first: `SAVEPOINT ${SAVEPOINT}`,
+  next: `${DEFERRED_CHECK}; RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
+  last: `${DEFERRED_CHECK}; RELEASE SAVEPOINT ${SAVEPOINT}`,
+} as const;
 
 /**
  * Postgres-side limits for the rest of a claim transaction, so that even a
@@ -176,6 +218,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
         // committed, and left open for the caller to restart (ROLLBACK and
         // BEGIN in one message, so a pooler keeps the session with it).
         if ((error as { code?: string }).code === IN_FAILED_TRANSACTION) return false;
+        // A deferred constraint failed: not committed either, and open too.
+        if (failedDeferredCheck(error)) return false;
         throw error;
       }
       const reply = replies[1];
@@ -183,6 +227,12 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       const committed = reply.command === 'COMMIT';
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
+    },
+    async fence(step) {
+      await script(FENCE[step]);
+    },
+    async rollbackToSavepoint() {
+      await script(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     },
     literal: (value) => client.escapeLiteral(value),
     cutOff() {

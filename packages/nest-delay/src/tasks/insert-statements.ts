@@ -6,50 +6,8 @@ import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
 
-/**
- * One task in one statement, whatever its key finds. Without a key it is a
- * plain insert. With a key that a pending task already holds, the unique
- * partial index turns the insert into an update of that task: `keep` touches
- * nothing (the no-op SET only makes Postgres return and lock the row),
- * `replace` moves it to this request. Postgres decides insert-or-update
- * atomically, so a task that finishes meanwhile cannot make this fail or loop.
- * `lockedBy` is the instance whose wheel will hold it, or null. `inserted`
- * (xmax is 0 only for a row this statement inserted) tells a new task from a
- * key's existing one, for the observer's "scheduled". `traceContext` is the
- * caller's (see TaskTracing.capture); a replace takes the new caller's.
- */
-export async function insertTask(
-  sql: Sql,
-  req: NormalizedRequest,
-  lockedBy: string | null,
-  now: Date,
-  traceContext: TraceCarrier | null = null,
-): Promise<InsertedRow> {
-  const onKey =
-    req.ifExists === 'replace'
-      ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
-         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL, interrupted_at = NULL,
-         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
-         trace_context = EXCLUDED.trace_context`
-      : `key = EXCLUDED.key`;
-  const [row] = await sql.rows<InsertedRow>(
-    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
-     ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${onKey}
-     RETURNING *, (xmax = 0) AS inserted`,
-    [
-      req.type,
-      req.key,
-      req.payloadJson,
-      new Date(req.dueAtMs),
-      req.maxAttempts,
-      lockedBy,
-      now,
-      traceContext,
-    ],
-  );
-  return row;
-}
+// Creating tasks. A keyed schedule that may replace a task is insertTask,
+// in transition-statements.ts with the replace transition it may be.
 
 /**
  * A task with no key has nothing to collide with: a plain INSERT, without

@@ -1,44 +1,15 @@
 import type { TaskId, TaskRef } from '../task.types.js';
-import { PENDING, pendingIn } from './pending.js';
+import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
-import type { CancelAction, MoveAction } from './task-transitions.js';
 import type { TaskRow } from './task-row.js';
 
-/** A task row and whether the action changed it (false: it was not in a state the action fits). */
-export interface ActedRow extends TaskRow {
-  changed: boolean;
-}
+// Reads of tasks. Every write is a transition: transition-statements.ts.
 
 /** $1 id or null, $2 key or null. By key: the pending task holding it, else its latest. */
-const REF_MATCH = `(($1::bigint IS NOT NULL AND id = $1::bigint) OR ($1::bigint IS NULL AND key = $2::text))`;
+export const REF_MATCH = `(($1::bigint IS NOT NULL AND id = $1::bigint) OR ($1::bigint IS NULL AND key = $2::text))`;
 
-function refParams(ref: TaskRef): [TaskId | null, string | null] {
+export function refParams(ref: TaskRef): [TaskId | null, string | null] {
   return 'id' in ref ? [ref.id, null] : [null, ref.key];
-}
-
-/**
- * Acts on the one task a ref names, in one statement: locks it, applies
- * `update` when `fits` holds, and returns the row either way with `changed`,
- * so "no such task" (no row) and "not in a state for that" (changed = false)
- * come back from the same round trip, with no window between a check and the
- * write. `target` returns the row as locked (after any transaction that held
- * it), not as the statement's snapshot saw it. `update` and `fits` use the
- * alias `t`; parameters from $3 on.
- */
-function actOnTask(update: string, fits: string): string {
-  return `
-    WITH target AS (
-      SELECT * FROM delayed_task WHERE ${REF_MATCH}
-      ORDER BY (${PENDING}) DESC, id DESC LIMIT 1
-      FOR UPDATE
-    ), acted AS (
-      UPDATE delayed_task t SET ${update}
-      FROM target WHERE t.id = target.id AND ${fits}
-      RETURNING t.*
-    )
-    SELECT *, true AS changed FROM acted
-    UNION ALL
-    SELECT *, false FROM target WHERE NOT EXISTS (SELECT 1 FROM acted)`;
 }
 
 /** The task with this id, or the pending (else latest) task with this key. */
@@ -46,37 +17,6 @@ export async function getTask(sql: Sql, ref: TaskRef): Promise<TaskRow | undefin
   const [row] = await sql.rows<TaskRow>(
     `SELECT * FROM delayed_task WHERE ${REF_MATCH} ORDER BY (${PENDING}) DESC, id DESC LIMIT 1`,
     refParams(ref),
-  );
-  return row;
-}
-
-/** cancel: a pending task stops being pending (see task-transitions.ts). */
-export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
-  const [row] = await sql.rows<ActedRow>(
-    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t')),
-    [...refParams(ref), now, action.lockedBy],
-  );
-  return row;
-}
-
-/** reschedule: a pending task moves to the action's due time and lease. */
-export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
-  const [row] = await sql.rows<ActedRow>(
-    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t')),
-    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
-  );
-  return row;
-}
-
-/** revive: a dead-lettered task back to pending, at the action's due time, with fresh attempts. */
-export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
-  const [row] = await sql.rows<ActedRow>(
-    actOnTask(
-      `dead_at = NULL, attempts = 0, interrupted_at = NULL, due_at = $3, locked_by = $4::text,
-       updated_at = $5`,
-      `t.dead_at IS NOT NULL`,
-    ),
-    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
   );
   return row;
 }

@@ -4,6 +4,7 @@ import {
   charge,
   fail,
   hasAttemptsLeft,
+  replace,
   reschedule,
   revive,
   snooze,
@@ -110,6 +111,32 @@ describe('task transitions', () => {
       transition: 'revive',
       dueAtMs: now,
       lockedBy: 'me',
+    });
+  });
+
+  it('a replace starts the attempts over and is leased as a new task of its due time would be', () => {
+    expect(replace(now + MINUTE, now, running(), false)).toEqual({
+      transition: 'replace',
+      dueAtMs: now + MINUTE,
+      lockedBy: 'me',
+      attempts: 0,
+    });
+    expect(replace(now + 11 * MINUTE, now, running(), false).lockedBy).toBeNull();
+    expect(replace(now + MINUTE, now, running(), true).lockedBy).toBeNull();
+  });
+
+  it('a charge of several cut-off attempts at once retries while they leave an attempt, else exhausts', () => {
+    // Two dead notes found at once: 2 + 2 of 5 leaves one; 2 + 3 leaves none.
+    const row = { ...claimed(2, 5), executed_at: null };
+    expect(charge(row, 2, 'cut off', now + MINUTE, now, running())).toMatchObject({
+      transition: 'retry',
+      attempts: 4,
+      times: 2,
+      error: 'cut off',
+    });
+    expect(charge(row, 3, 'cut off', now + MINUTE, now, running())).toMatchObject({
+      transition: 'exhaust',
+      attempts: 5,
     });
   });
 });

@@ -7,7 +7,12 @@ import type { TaskRow } from './task-row.js';
  * (docs/how-it-works.md, "State transitions", has the table: transition,
  * when, statement). A decision is pure: the row as the claim or the caller read it,
  * the time, and the window policy in, the row's new state out, `locked_by`
- * included; `store/transition-statements.ts` writes it in one statement.
+ * included; `transition-statements.ts` writes it in one statement, one
+ * statement per transition.
+ *
+ * `interrupted_at` (its last attempt was cut off: it may only run alone) is
+ * set by a charge and cleared by the claim alone: a task keeps the flag,
+ * through a replace or a revive too, until an attempt of it runs.
  *
  * `attempts` counts the attempts started, the current one included (a claim
  * counts it as it sets `executed_at`). The one rule for "may it run again"
@@ -187,6 +192,36 @@ export function charge(
 /** The last error of a task charged by a dead attempt note. */
 export function noteChargeReason(attempt: number, instanceId: string): string {
   return `attempt ${attempt} was cut off: instance ${instanceId} stopped or died while running it`;
+}
+
+// ---------------------------------------------------------------- a keyed schedule
+
+/**
+ * A keyed `schedule` with `ifExists: 'replace'` found a pending task holding
+ * its key: the task becomes the request (type, payload, due time, max
+ * attempts, trace context), its attempts start over and its last error goes.
+ * Leased as a new task of that due time would be, so the one statement that
+ * inserts or replaces (insertTask) writes one lease either way.
+ */
+export interface ReplaceAction {
+  readonly transition: 'replace';
+  readonly dueAtMs: number;
+  readonly lockedBy: string | null;
+  readonly attempts: 0;
+}
+
+export function replace(
+  dueAtMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): ReplaceAction {
+  return {
+    transition: 'replace',
+    dueAtMs,
+    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+    attempts: 0,
+  };
 }
 
 // ---------------------------------------------------------------- the service's actions

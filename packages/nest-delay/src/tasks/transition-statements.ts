@@ -1,98 +1,293 @@
-import type { Charge, Fate } from './task-transitions.js';
-import { PENDING, pendingIn } from './pending.js';
+import type { TaskRef } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
+import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import type { InsertedRow } from './insert-statements.js';
+import type { NormalizedRequest } from './schedule-request.js';
+import { PENDING, pendingIn } from './pending.js';
+import type { TaskRow } from './task-row.js';
+import { REF_MATCH, refParams } from './task-statements.js';
+import type {
+  CancelAction,
+  Charge,
+  Discard,
+  Exhaust,
+  Fate,
+  MoveAction,
+  ReplaceAction,
+  Retry,
+  Skip,
+  Snooze,
+} from './task-transitions.js';
 
 /**
- * The statements that write a claimed attempt's fate, inside the claim
- * transaction (after the task's savepoint was rolled back, if it failed).
- * `complete` writes nothing: the claim's `executed_at` commits with the
- * handler's effects. Returns a promise only when there is something to write,
- * so the common case costs no microtask.
+ * The one statement of each transition of a `delayed_task` row (the
+ * decisions are in task-transitions.ts; docs/how-it-works.md, "State
+ * transitions", has the table). The claim's own statement, which also
+ * clears `interrupted_at`, is claimTasks (claim/claim-statements.ts).
+ */
+
+// ---------------------------------------------------------------- fates and charges
+
+/**
+ * Writes a claimed attempt's fate, inside the claim transaction (after the
+ * task's savepoint was rolled back, if it failed). `complete` writes
+ * nothing: the claim's `executed_at` commits with the handler's effects.
+ * Returns a promise only when there is something to write, so the common
+ * case costs no microtask.
  */
 export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | undefined {
-  const { id } = fate.row;
   switch (fate.transition) {
     case 'complete':
       return undefined;
     case 'retry':
-      return sql.rows(
-        `UPDATE delayed_task
-         SET executed_at = NULL, last_error = $2, due_at = $3, locked_by = $4::text,
-             interrupted_at = NULL, updated_at = $5
-         WHERE id = $1`,
-        [id, fate.error, new Date(fate.dueAtMs), fate.lockedBy, now],
-      );
+      return writeRetry(sql, fate, fate.row.attempts, now);
     case 'snooze':
-      return sql.rows(
-        `UPDATE delayed_task
-         SET executed_at = NULL, attempts = $2, due_at = $3, locked_by = $4::text,
-             interrupted_at = NULL, updated_at = $5
-         WHERE id = $1`,
-        [id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now],
-      );
+      return writeSnooze(sql, fate, now);
     case 'skip':
-      return sql.rows(
-        `UPDATE delayed_task
-         SET executed_at = NULL, cancelled_at = $3, last_error = $2, locked_by = NULL, updated_at = $3
-         WHERE id = $1`,
-        [id, fate.reason, now],
-      );
+      return writeSkip(sql, fate, now);
     case 'discard':
     case 'exhaust':
-      // Kept, marked and visible, never deleted: for inspection and a revive.
-      return sql.rows(
-        `UPDATE delayed_task
-         SET executed_at = NULL, dead_at = $3, last_error = $2, locked_by = NULL, updated_at = $3
-         WHERE id = $1`,
-        [id, fate.reason, now],
-      );
+      return writeDeadLetter(sql, fate, fate.row.attempts, now);
   }
 }
 
 /**
- * Charges cut-off attempts (see `charge` in task-transitions.ts). Applied
- * only if the row still has the attempts the charge was decided from, and is
- * pending: a task that ran elsewhere meanwhile is not charged. `noteId`: the
- * attempt note this charge accounts for, deleted in the same statement if
- * the charge applied (a claim cut off after a handler's timeout; kept
+ * Charges cut-off attempts (see `charge` in task-transitions.ts): the retry
+ * or dead-letter statement, with the charged count and the flag. Applied
+ * only if the row still has the attempts the charge was decided from, and
+ * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
+ * the attempt note this charge accounts for, deleted in the same statement
+ * if the charge applied (a claim cut off after a handler's timeout; kept
  * otherwise, a dead note that the task's next claim charges); notes found
  * dead by a claim are trimmed by takeDeadNotes instead. Returns whether it
  * was charged.
  */
-export async function writeCharge(
+export function writeCharge(
   sql: Sql,
   change: Charge,
   now: Date,
   noteId: string | null,
 ): Promise<boolean> {
-  const { row } = change;
-  const dead = change.transition === 'exhaust';
+  const charged: Charged = { fromAttempts: change.row.attempts, noteId };
+  return change.transition === 'retry'
+    ? writeRetry(sql, change, change.attempts, now, charged)
+    : writeDeadLetter(sql, change, change.attempts, now, charged);
+}
+
+/**
+ * What a charge adds to a retry or a dead-letter: the row is as read, not
+ * claimed (written only if it still has `fromAttempts` and is pending), it
+ * is flagged (`interrupted_at`), and its note goes with the write.
+ */
+interface Charged {
+  fromAttempts: number;
+  noteId: string | null;
+}
+
+/**
+ * retry: pending again at its due time, with its error and `attempts`. From
+ * a claim (`charged` absent: the row as claimed, locked by the claim) or a
+ * charge. Returns whether it was written.
+ */
+async function writeRetry(
+  sql: Sql,
+  retry: Retry,
+  attempts: number,
+  now: Date,
+  charged?: Charged,
+): Promise<boolean> {
   const rows = await sql.rows(
-    `WITH charged AS (
+    `WITH written AS (
        UPDATE delayed_task t
-       SET attempts = $3, interrupted_at = $7, updated_at = $7, last_error = $4,
-           dead_at = CASE WHEN $5 THEN $7::timestamptz END,
-           due_at = $6, locked_by = $9::text
-       WHERE t.id = $1 AND t.attempts = $2 AND ${pendingIn('t')}
+       SET executed_at = NULL, attempts = $3, last_error = $4, due_at = $5, locked_by = $6::text,
+           interrupted_at = COALESCE($8, t.interrupted_at), updated_at = $7
+       WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
        RETURNING t.id
      ), note AS (
-       DELETE FROM delay_attempt WHERE id = $8::bigint AND EXISTS (SELECT 1 FROM charged)
+       DELETE FROM delay_attempt WHERE id = $9::bigint AND EXISTS (SELECT 1 FROM written)
      )
-     SELECT id FROM charged`,
+     SELECT id FROM written`,
     [
-      row.id,
-      row.attempts,
-      change.attempts,
-      dead ? change.reason : change.error,
-      dead,
-      dead ? row.due_at : new Date(change.dueAtMs),
+      retry.row.id,
+      charged?.fromAttempts ?? null,
+      attempts,
+      retry.error,
+      new Date(retry.dueAtMs),
+      retry.lockedBy,
       now,
-      noteId,
-      dead ? null : change.lockedBy,
+      charged ? now : null,
+      charged?.noteId ?? null,
     ],
   );
   return rows.length > 0;
 }
+
+/**
+ * exhaust, discard: dead-lettered, kept, marked and visible, never deleted:
+ * for inspection and a revive. From a claim or a charge, as writeRetry.
+ */
+async function writeDeadLetter(
+  sql: Sql,
+  fate: Discard | Exhaust,
+  attempts: number,
+  now: Date,
+  charged?: Charged,
+): Promise<boolean> {
+  const rows = await sql.rows(
+    `WITH written AS (
+       UPDATE delayed_task t
+       SET executed_at = NULL, dead_at = $5, attempts = $3, last_error = $4, locked_by = NULL,
+           interrupted_at = COALESCE($6, t.interrupted_at), updated_at = $5
+       WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
+       RETURNING t.id
+     ), note AS (
+       DELETE FROM delay_attempt WHERE id = $7::bigint AND EXISTS (SELECT 1 FROM written)
+     )
+     SELECT id FROM written`,
+    [
+      fate.row.id,
+      charged?.fromAttempts ?? null,
+      attempts,
+      fate.reason,
+      now,
+      charged ? now : null,
+      charged?.noteId ?? null,
+    ],
+  );
+  return rows.length > 0;
+}
+
+/** snooze: pending again at its due time, its attempt given back. */
+function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
+  return sql.rows(
+    `UPDATE delayed_task
+     SET executed_at = NULL, attempts = $2, due_at = $3, locked_by = $4::text, updated_at = $5
+     WHERE id = $1`,
+    [fate.row.id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now],
+  );
+}
+
+/** skip: cancelled without running, its last error saying why. */
+function writeSkip(sql: Sql, fate: Skip, now: Date): Promise<unknown> {
+  return sql.rows(
+    `UPDATE delayed_task
+     SET executed_at = NULL, cancelled_at = $3, last_error = $2, locked_by = NULL, updated_at = $3
+     WHERE id = $1`,
+    [fate.row.id, fate.reason, now],
+  );
+}
+
+// ---------------------------------------------------------------- a keyed schedule
+
+/**
+ * One keyed task in one statement, whatever its key finds: a new task, or,
+ * when a pending task already holds the key, `keep` (touches nothing: the
+ * no-op SET only makes Postgres return and lock the row) or the **replace**
+ * transition (`onKey`: the task becomes this request, see `replace`).
+ * Postgres decides insert-or-update atomically, so a task that finishes
+ * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
+ * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
+ * statement inserted) tells a new task from a key's existing one, for the
+ * observer's "scheduled". `traceContext` is the caller's (see
+ * TaskTracing.capture); a replace takes the new caller's.
+ */
+export async function insertTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  onKey: ReplaceAction | 'keep',
+  now: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<InsertedRow> {
+  const set =
+    onKey === 'keep'
+      ? `key = EXCLUDED.key`
+      : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
+         trace_context = EXCLUDED.trace_context`;
+  const [row] = await sql.rows<InsertedRow>(
+    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
+     ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${set}
+     RETURNING *, (xmax = 0) AS inserted`,
+    [
+      req.type,
+      req.key,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+    ],
+  );
+  return row;
+}
+
+// ---------------------------------------------------------------- the service's actions
+
+/** A task row and whether the action changed it (false: it was not in a state the action fits). */
+export interface ActedRow extends TaskRow {
+  changed: boolean;
+}
+
+/**
+ * Acts on the one task a ref names, in one statement: locks it, applies
+ * `update` when `fits` holds, and returns the row either way with `changed`,
+ * so "no such task" (no row) and "not in a state for that" (changed = false)
+ * come back from the same round trip, with no window between a check and the
+ * write. `target` returns the row as locked (after any transaction that held
+ * it), not as the statement's snapshot saw it. `update` and `fits` use the
+ * alias `t`; parameters from $3 on.
+ */
+function actOnTask(update: string, fits: string): string {
+  return `
+    WITH target AS (
+      SELECT * FROM delayed_task WHERE ${REF_MATCH}
+      ORDER BY (${PENDING}) DESC, id DESC LIMIT 1
+      FOR UPDATE
+    ), acted AS (
+      UPDATE delayed_task t SET ${update}
+      FROM target WHERE t.id = target.id AND ${fits}
+      RETURNING t.*
+    )
+    SELECT *, true AS changed FROM acted
+    UNION ALL
+    SELECT *, false FROM target WHERE NOT EXISTS (SELECT 1 FROM acted)`;
+}
+
+/** cancel: a pending task stops being pending (see task-transitions.ts). */
+export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t')),
+    [...refParams(ref), now, action.lockedBy],
+  );
+  return row;
+}
+
+/** reschedule: a pending task moves to the action's due time and lease. */
+export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t')),
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+  );
+  return row;
+}
+
+/** revive: a dead-lettered task back to pending, at the action's due time, with fresh attempts. */
+export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(
+      `dead_at = NULL, attempts = 0, due_at = $3, locked_by = $4::text, updated_at = $5`,
+      `t.dead_at IS NOT NULL`,
+    ),
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+  );
+  return row;
+}
+
+// ---------------------------------------------------------------- schedules' occurrences
 
 /**
  * The **unplan** transition (see task-transitions.ts): the occurrences of

@@ -1,0 +1,128 @@
+import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import { CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
+import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
+import type { Occurrence } from '../schedules/schedule.types.js';
+import type { ClaimConnection } from '../store/sql.js';
+import { TaskOutcome } from '../task-outcome.js';
+import type { TaskId } from '../task.types.js';
+import { toTask, type TaskRow } from '../tasks/task-row.js';
+import {
+  complete,
+  discard,
+  fail,
+  skip,
+  snooze,
+  type Fate,
+  type TransitionRules,
+} from '../tasks/task-transitions.js';
+import type { PassSpans } from '../tracing/pass-spans.js';
+import type { ClaimRow } from './claim-statements.js';
+import { HandlerCutOff, withDeadline } from './handler-deadline.js';
+
+/**
+ * Runs one claimed task's handler, inside the claim transaction, under its
+ * timeout and in the task's scope, and decides its fate: complete, or what
+ * its TaskOutcome asks, or a failure (retry or exhaust). Writes nothing: the
+ * claim batch writes the fate (claim-batch.ts).
+ */
+export class AttemptRunner {
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly registry: HandlerRegistry,
+    private readonly rules: TransitionRules,
+  ) {}
+
+  /**
+   * One attempt of `row`, claimed at `nowMs`. Throws HandlerCutOff when the
+   * handler outlived its timeout and grace. `onStart` is called once its
+   * synchronous part ran: it has started, whatever it does next.
+   */
+  async run(
+    connection: ClaimConnection,
+    row: ClaimRow,
+    nowMs: number,
+    spans: PassSpans | undefined,
+    onStart?: (row: ClaimRow) => void,
+  ): Promise<Fate> {
+    spans?.open(row, nowMs);
+    const handler = this.registry.get(row.type);
+    if (!handler) return discard(row, noHandlerAtRun(row.type));
+    const occurrence = occurrenceOf(row);
+    // Only a schedule that skips overlaps asks (one round trip it spares the others).
+    if (
+      occurrence &&
+      row.overlap === 'skip' &&
+      (await earlierOccurrenceRetrying(connection.sql, occurrence.schedule, occurrence.scheduledAt))
+    )
+      return skip(
+        row,
+        'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
+      );
+    const { manager } = connection.runner;
+    const { instanceId } = this.ctx.options;
+    let returned: unknown;
+    try {
+      returned = await withDeadline(
+        (controller) => {
+          // In the task's scope: whatever the handler logs names the task.
+          const running = runInTaskScope(scopeOf(row), () =>
+            call(spans, row.id, () =>
+              handler.fn(row.payload, {
+                task: toTask(row),
+                manager,
+                attempt: row.attempts,
+                instanceId,
+                occurrence,
+                // Built when read (see withDeadline): most handlers never look.
+                get signal() {
+                  return controller.signal;
+                },
+              }),
+            ),
+          );
+          onStart?.(row);
+          return running;
+        },
+        handler.timeoutMs,
+        Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
+        () => new HandlerCutOff(row, handler.timeoutMs),
+      );
+    } catch (error) {
+      spans?.failed(row.id, error);
+      if (error instanceof HandlerCutOff) throw error;
+      return fail(row, errorText(error), nowMs, this.rules);
+    }
+    if (!(returned instanceof TaskOutcome)) return complete(row);
+    if (returned.kind === 'discard') return discard(row, returned.reason ?? 'discarded');
+    return snooze(row, returned.snoozeMs, nowMs, this.rules.policy);
+  }
+}
+
+/** What a log line or a handler's logger says about the task it runs for. */
+export function scopeOf(row: TaskRow): CurrentTask {
+  return { id: row.id, type: row.type, key: row.key, attempt: row.attempts };
+}
+
+/**
+ * A handler's result as a promise: one that throws before its first await
+ * rejects it. With spans, it runs under its task's: what it does nests there.
+ */
+function call(spans: PassSpans | undefined, id: TaskId, fn: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(spans ? spans.within(id, fn) : fn());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function occurrenceOf(row: ClaimRow): Occurrence | undefined {
+  if (row.schedule_name === null || row.occurrence_at === null) return undefined;
+  return {
+    schedule: row.schedule_name,
+    scheduledAt: row.occurrence_at,
+    previousAt: row.previous_occurrence_at,
+  };
+}
