@@ -102,7 +102,9 @@ describe('a rate set at run time on another instance', () => {
     for (let n = 0; n < 3; n++)
       await b.delay.schedule({ type: 'dd.free', payload: { n }, runAt: base + SECOND });
     for (let s = 1; s <= 5; s++) await b.tester.advanceTo(base + s * SECOND);
-    expect(ofType('dd.free')).toEqual([0]);
+    // One start on the one credit; which of the three due together is not the point here
+    // (a rate line is spread over several claims at once, which race for the credit).
+    expect(ofType('dd.free')).toHaveLength(1);
     await b.moduleRef.get(DelayLimits).reset('dd.free');
   });
 });

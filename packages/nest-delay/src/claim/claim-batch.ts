@@ -218,10 +218,11 @@ export class ClaimBatch {
   }
 
   /**
-   * `next` claims (a gate's claim: LineClaims) or hands out the next task,
-   * after the previous task's fate is written and before its savepoint is
-   * released: a fence that fails then would roll back that claim too, so a
-   * gate's claim fails as a whole instead (`strict`).
+   * `next` hands out the next claimed task, or (a gate's claim: LineClaims)
+   * claims it. A gate's claim closes each task's savepoint before it claims
+   * the next, so that the claim statement is never inside a savepoint a
+   * failed check would roll back: one more round trip a task, paid by
+   * limited types only, for each failure to stay its own task's.
    */
   private async runFenced(
     connection: ClaimConnection,
@@ -232,19 +233,20 @@ export class ClaimBatch {
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
-    const strict = plan.line !== undefined;
+    const eachOwn = plan.line !== undefined;
     for (let index = 0, row = await next(); row; index++, row = await next()) {
       // One round trip per fence: the previous task's deferred constraints
       // are checked, its savepoint released and this one's taken.
-      await this.fence(connection, fates, nowMs, index === 0 ? 'first' : 'next', strict);
+      await this.fence(connection, fates, nowMs, index === 0 || eachOwn ? 'first' : 'next');
       // A task that already failed this attempt is not run a second time in it.
       const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
       fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
+      if (eachOwn) await this.fence(connection, fates, nowMs, 'last');
     }
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch.
-    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last', strict);
+    if (!eachOwn && fates.length > 0) await this.fence(connection, fates, nowMs, 'last');
     return fates;
   }
 
@@ -260,13 +262,13 @@ export class ClaimBatch {
     fates: Fate[],
     nowMs: number,
     step: 'first' | 'next' | 'last',
-    strict: boolean,
   ): Promise<void> {
     try {
       await connection.fence(step);
     } catch (error) {
       const previous = fates[fates.length - 1];
-      if (!previous || strict) throw error;
+      // 'first' closes nothing: a failure there is not the task before's.
+      if (!previous || step === 'first') throw error;
       await this.rollbackToSavepoint(connection);
       const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
