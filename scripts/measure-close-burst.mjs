@@ -1,7 +1,7 @@
 // How a burst of expirations drains beside HTTP reads (README, "Limits on the order
 // tasks"; docs/close-burst.md). After `npm run build`:
 //
-//   node scripts/measure-close-burst.mjs [orders] [--close-limit=N] [--no-http]
+//   node scripts/measure-close-burst.mjs [orders] [--close-limit=N] [--no-http] [--wait-notifications]
 //
 // On the server of TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
 // it creates a database, starts the compiled app (pool 10, defaults otherwise), creates
@@ -13,9 +13,10 @@
 // from their due time, closes/s, their lateness (p50, p99, max, ms), HTTP requests
 // and latency (ms), the most connections of the database seen busy (in a transaction
 // or a statement; sampled every 20 ms), and the customer notifications the closes
-// scheduled that were sent by then, with the most in any one second (they are
-// limited to NOTIFY_RATE_PER_SECOND, 20, and go on after the closes). Then drops the
-// database.
+// scheduled: how many were sent by the last close, and (after all of them with
+// --wait-notifications) how many, over how long, and the most in any one second by
+// their events' times (they are limited to NOTIFY_RATE_PER_SECOND, 20, and go on
+// after the closes). Then drops the database.
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { URL } from 'node:url';
@@ -24,6 +25,7 @@ import pg from 'pg';
 
 const args = process.argv.slice(2);
 const withHttp = !args.includes('--no-http');
+const waitNotifications = args.includes('--wait-notifications');
 const closeLimit = args.find((arg) => arg.startsWith('--close-limit='))?.split('=')[1];
 const [orders = '3000'] = args.filter((arg) => !arg.startsWith('--'));
 const N = Number(orders);
@@ -175,13 +177,36 @@ try {
              FROM delayed_task WHERE type = 'order.close-unpaid') AS lateness`,
     )
   ).rows;
-  const [notified] = (
-    await db.query(
-      `SELECT coalesce(sum(n), 0)::int AS sent, coalesce(max(n), 0)::int AS most
-       FROM (SELECT count(*) AS n FROM order_event WHERE type = 'CUSTOMER_NOTIFIED'
-             GROUP BY date_trunc('second', at)) AS per_second`,
-    )
-  ).rows;
+  const notifiedAt = async () =>
+    (
+      await db.query(
+        `SELECT extract(epoch FROM at) * 1000 AS ms FROM order_event
+         WHERE type = 'CUSTOMER_NOTIFIED' ORDER BY at`,
+      )
+    ).rows.map((row) => Number(row.ms));
+  let sentAt = await notifiedAt();
+  const sentByDrain = sentAt.length;
+  // Notifications still pending when the wait gave up: id, due time, holder.
+  let unsent = [];
+  if (waitNotifications) {
+    // Long enough for N at the default rate, and for a heartbeat's loader round after it.
+    const giveUpAt = Date.now() + (N / 20) * 1000 + 60_000;
+    for (;;) {
+      ({ rows: unsent } = await db.query(
+        `SELECT id, due_at, locked_by, attempts FROM delayed_task
+         WHERE type = 'order.notify-closed' AND executed_at IS NULL AND dead_at IS NULL`,
+      ));
+      if ((unsent.length === 0 && sentAt.length >= N) || Date.now() > giveUpAt) break;
+      await sleep(200);
+      sentAt = await notifiedAt();
+    }
+  }
+  // The most notifications recorded in any window of one second (by their events' times).
+  let most = 0;
+  for (let i = 0, j = 0; j < sentAt.length; j++) {
+    while (sentAt[j] - sentAt[i] >= 1000) i++;
+    most = Math.max(most, j - i + 1);
+  }
   console.log(
     JSON.stringify({
       closeLimit: closeLimit ?? 'none',
@@ -196,8 +221,13 @@ try {
       http,
       httpPerSecond: http && Math.round(http.requests / (drainMs / 1000)),
       mostBusyConnections: busy,
-      notificationsSent: notified.sent,
-      notificationsMostInOneSecond: notified.most,
+      notifications: {
+        sentByLastClose: sentByDrain,
+        sent: sentAt.length,
+        spanMs: sentAt.length > 1 ? Math.round(sentAt.at(-1) - sentAt[0]) : 0,
+        mostInAnySecond: most,
+        ...(unsent.length > 0 && { unsentWhenTheWaitGaveUp: unsent }),
+      },
     }),
   );
   await stop(app);
