@@ -1,16 +1,22 @@
-// How ORDER_CLOSE_CONCURRENCY shapes a burst of expirations (README, "Limits on the
-// order tasks"). After `npm run build`:
+// How a burst of expirations drains beside HTTP reads (README, "Limits on the order
+// tasks"; docs/close-burst.md). After `npm run build`:
 //
-//   node scripts/measure-close-burst.mjs [concurrency|off] [orders] [--no-http]
+//   node scripts/measure-close-burst.mjs [orders] [--close-limit=N] [--no-http] [--wait-notifications]
 //
 // On the server of TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
-// it creates a database, starts the compiled app (pool 10), creates `orders` orders
-// (3,000), stops the app, moves every close-unpaid task to the same instant 12 s
-// ahead, starts the app again and, unless --no-http, reads one order over 10
-// connections (autocannon) until the last close has run. Prints one JSON line:
-// how long the closes took from their due time, closes/s, HTTP requests, latency
-// (ms) and the most connections of the database seen busy (in a transaction or a
-// statement; sampled every 20 ms). Then drops the database.
+// it creates a database, starts the compiled app (pool 10, defaults otherwise), creates
+// `orders` orders (3,000), stops the app, moves every close-unpaid task to the same
+// instant 12 s ahead, starts the app again and, unless --no-http, reads one order over
+// 10 connections (autocannon) until the last close has run. --close-limit=N first sets
+// a shared concurrency limit of N on the closes at run time (the admin API), as the
+// app's default was until issue 27. Prints one JSON line: how long the closes took
+// from their due time, closes/s, their lateness (p50, p99, max, ms), HTTP requests
+// and latency (ms), the most connections of the database seen busy (in a transaction
+// or a statement; sampled every 20 ms), and the customer notifications the closes
+// scheduled: how many were sent by the last close, and (after all of them with
+// --wait-notifications) how many, over how long, and the most in any one second by
+// their events' times (they are limited to NOTIFY_RATE_PER_SECOND, 20, and go on
+// after the closes). Then drops the database.
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { URL } from 'node:url';
@@ -19,8 +25,11 @@ import pg from 'pg';
 
 const args = process.argv.slice(2);
 const withHttp = !args.includes('--no-http');
-const [limit = '4', orders = '3000'] = args.filter((arg) => !arg.startsWith('--'));
+const waitNotifications = args.includes('--wait-notifications');
+const closeLimit = args.find((arg) => arg.startsWith('--close-limit='))?.split('=')[1];
+const [orders = '3000'] = args.filter((arg) => !arg.startsWith('--'));
 const N = Number(orders);
+const ADMIN_TOKEN = 'measure-close-burst-admin-token-0123456789';
 const server = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
 const name = `close_burst_${process.pid}`;
 const url = Object.assign(new URL(server), { pathname: `/${name}` }).toString();
@@ -47,8 +56,8 @@ function startApp() {
       DB_POOL_SIZE: '10',
       LOG_LEVEL: 'warn',
       ORDER_PAYMENT_TIMEOUT: '1h',
-      ORDER_CLOSE_CONCURRENCY: limit,
       ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
+      ADMIN_TOKEN,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -104,6 +113,14 @@ try {
   ).rows;
   app = startApp();
   await serving();
+  if (closeLimit !== undefined) {
+    const res = await fetch(`${base}/admin/api/types/order.close-unpaid/limit`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ concurrency: Number(closeLimit) }),
+    });
+    if (!res.ok) throw new Error(`setting the close limit: ${res.status} ${await res.text()}`);
+  }
 
   const watch = new pg.Client({ connectionString: url });
   await watch.connect();
@@ -153,15 +170,64 @@ try {
     )
   ).rows;
   const drainMs = Math.round(Number(drain.ms));
+  const [late] = (
+    await db.query(
+      `SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY ms) AS p, max(ms) AS max
+       FROM (SELECT extract(epoch FROM executed_at - due_at) * 1000 AS ms
+             FROM delayed_task WHERE type = 'order.close-unpaid') AS lateness`,
+    )
+  ).rows;
+  const notifiedAt = async () =>
+    (
+      await db.query(
+        `SELECT extract(epoch FROM at) * 1000 AS ms FROM order_event
+         WHERE type = 'CUSTOMER_NOTIFIED' ORDER BY at`,
+      )
+    ).rows.map((row) => Number(row.ms));
+  let sentAt = await notifiedAt();
+  const sentByDrain = sentAt.length;
+  // Notifications still pending when the wait gave up: id, due time, holder.
+  let unsent = [];
+  if (waitNotifications) {
+    // Long enough for N at the default rate, and for a heartbeat's loader round after it.
+    const giveUpAt = Date.now() + (N / 20) * 1000 + 60_000;
+    for (;;) {
+      ({ rows: unsent } = await db.query(
+        `SELECT id, due_at, locked_by, attempts FROM delayed_task
+         WHERE type = 'order.notify-closed' AND executed_at IS NULL AND dead_at IS NULL`,
+      ));
+      if ((unsent.length === 0 && sentAt.length >= N) || Date.now() > giveUpAt) break;
+      await sleep(200);
+      sentAt = await notifiedAt();
+    }
+  }
+  // The most notifications recorded in any window of one second (by their events' times).
+  let most = 0;
+  for (let i = 0, j = 0; j < sentAt.length; j++) {
+    while (sentAt[j] - sentAt[i] >= 1000) i++;
+    most = Math.max(most, j - i + 1);
+  }
   console.log(
     JSON.stringify({
-      closeConcurrency: limit,
+      closeLimit: closeLimit ?? 'none',
       orders: N,
       drainMs,
       closesPerSecond: Math.round(N / (drainMs / 1000)),
+      lateness: {
+        p50Ms: Math.round(late.p[0]),
+        p99Ms: Math.round(late.p[1]),
+        maxMs: Math.round(Number(late.max)),
+      },
       http,
       httpPerSecond: http && Math.round(http.requests / (drainMs / 1000)),
       mostBusyConnections: busy,
+      notifications: {
+        sentByLastClose: sentByDrain,
+        sent: sentAt.length,
+        spanMs: sentAt.length > 1 ? Math.round(sentAt.at(-1) - sentAt[0]) : 0,
+        mostInAnySecond: most,
+        ...(unsent.length > 0 && { unsentWhenTheWaitGaveUp: unsent }),
+      },
     }),
   );
   await stop(app);

@@ -69,10 +69,7 @@ export class AppModule {
         }),
         OrdersModule.register({
           purgeEveryMs: config.orderIdempotencyPurgeEveryMs,
-          taskLimits: {
-            closeConcurrency: config.orderCloseConcurrency,
-            autoReviewConcurrency: config.orderAutoReviewConcurrency,
-          },
+          notifyRatePerSecond: config.notifyRatePerSecond,
         }),
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),

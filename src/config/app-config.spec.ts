@@ -41,20 +41,27 @@ describe('loadConfig', () => {
     );
   });
 
-  it('limits close and auto-review handlers to 4 and 2 at once, another number, or none', () => {
-    expect(loadConfig({})).toMatchObject({
-      orderCloseConcurrency: 4,
-      orderAutoReviewConcurrency: 2,
-    });
-    expect(
-      loadConfig({ ORDER_CLOSE_CONCURRENCY: '8', ORDER_AUTO_REVIEW_CONCURRENCY: 'OFF' }),
-    ).toMatchObject({ orderCloseConcurrency: 8, orderAutoReviewConcurrency: null });
-    expect(() => loadConfig({ ORDER_CLOSE_CONCURRENCY: '0' })).toThrow(
-      'ORDER_CLOSE_CONCURRENCY must be an integer from 1 to 10000; got "0"',
+  it('sends at most 20 customer notifications a second across instances, or another number', () => {
+    expect(loadConfig({}).notifyRatePerSecond).toBe(20);
+    expect(loadConfig({ NOTIFY_RATE_PER_SECOND: '5' }).notifyRatePerSecond).toBe(5);
+    expect(() => loadConfig({ NOTIFY_RATE_PER_SECOND: '0' })).toThrow(
+      'NOTIFY_RATE_PER_SECOND must be an integer from 1 to 10000; got "0"',
     );
-    expect(() => loadConfig({ ORDER_AUTO_REVIEW_CONCURRENCY: 'two' })).toThrow(
-      'ORDER_AUTO_REVIEW_CONCURRENCY must be an integer from 1 to 10000; got "two"',
+    expect(() => loadConfig({ NOTIFY_RATE_PER_SECOND: 'off' })).toThrow(
+      'NOTIFY_RATE_PER_SECOND must be an integer from 1 to 10000; got "off"',
     );
+  });
+
+  it('refuses the removed shared limits on closes and auto-reviews, saying what to use instead', () => {
+    expect(loadConfig({})).not.toHaveProperty('orderCloseConcurrency');
+    expect(() => loadConfig({ ORDER_CLOSE_CONCURRENCY: '4' })).toThrow(
+      /^Invalid configuration: ORDER_CLOSE_CONCURRENCY is no longer read: .*DELAY_CONCURRENCY.*order\.close-unpaid\/limit/,
+    );
+    expect(() => loadConfig({ ORDER_AUTO_REVIEW_CONCURRENCY: 'off' })).toThrow(
+      /^Invalid configuration: ORDER_AUTO_REVIEW_CONCURRENCY is no longer read: /,
+    );
+    // Empty is unset, as for every variable.
+    expect(() => loadConfig({ ORDER_CLOSE_CONCURRENCY: '' })).not.toThrow();
   });
 
   it('turns metrics and events on, with JSON logs in production and readable ones elsewhere', () => {
@@ -88,6 +95,8 @@ describe('loadConfig', () => {
     ['ADMIN_TOKEN', 'short'],
     ['ADMIN_TOKEN', `${'a'.repeat(32)} with spaces`],
     ['ADMIN_COUNT_CAP', '0'],
+    ['NOTIFY_RATE_PER_SECOND', '10001'],
+    ['NOTIFY_RATE_PER_SECOND', '2.5'],
     ['METRICS_ENABLED', 'sometimes'],
     ['EVENTS_ENABLED', '2'],
     ['LOG_FORMAT', 'xml'],

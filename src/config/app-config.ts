@@ -13,12 +13,10 @@ export interface AppConfig {
   /** How often expired Idempotency-Keys are purged; null: never (ORDER_IDEMPOTENCY_PURGE_EVERY=off). */
   orderIdempotencyPurgeEveryMs: number | null;
   /**
-   * Close-unpaid handlers running at once across every instance (a shared
-   * limit the handler declares); null: no limit (ORDER_CLOSE_CONCURRENCY=off).
+   * Customer notifications started per second across every instance (a
+   * shared rate limit the notification's handler declares): the provider's quota.
    */
-  orderCloseConcurrency: number | null;
-  /** The same for auto-review handlers (ORDER_AUTO_REVIEW_CONCURRENCY). */
-  orderAutoReviewConcurrency: number | null;
+  notifyRatePerSecond: number;
   delayTickMs: number;
   delayWheelSlots: number;
   delayWindowMs: number | undefined;
@@ -92,10 +90,22 @@ function duration(env: Env, name: string, fallback: string, minMs = 1): number {
   return ms;
 }
 
-/** A shared concurrency limit: an integer, or `off` for none. */
-function concurrencyLimit(env: Env, name: string, fallback: number): number | null {
-  if (read(env, name)?.toLowerCase() === 'off') return null;
-  return integer(env, name, fallback, 1, 10_000);
+/**
+ * Settings that were read once and are not any more. One still set stops the
+ * start: ignored in silence, it would leave its operator believing in a
+ * limit that no longer holds.
+ */
+const REMOVED: Record<string, string> = {
+  ORDER_CLOSE_CONCURRENCY:
+    'is no longer read: closes run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (README, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.close-unpaid/limit. Unset it',
+  ORDER_AUTO_REVIEW_CONCURRENCY:
+    'is no longer read: auto-reviews run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (README, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.auto-review/limit. Unset it',
+};
+
+function refuseRemoved(env: Env): void {
+  for (const [name, message] of Object.entries(REMOVED)) {
+    if (read(env, name) !== undefined) throw new ConfigError(name, message);
+  }
 }
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
@@ -151,6 +161,7 @@ function adminToken(env: Env): string | undefined {
 }
 
 export function loadConfig(env: Env = process.env): AppConfig {
+  refuseRemoved(env);
   const url = databaseUrl(env);
   const windowRaw = read(env, 'DELAY_WINDOW');
   const concurrencyRaw = read(env, 'DELAY_CONCURRENCY');
@@ -167,8 +178,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
       read(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY')?.toLowerCase() === 'off'
         ? null
         : duration(env, 'ORDER_IDEMPOTENCY_PURGE_EVERY', '10m', 1_000),
-    orderCloseConcurrency: concurrencyLimit(env, 'ORDER_CLOSE_CONCURRENCY', 4),
-    orderAutoReviewConcurrency: concurrencyLimit(env, 'ORDER_AUTO_REVIEW_CONCURRENCY', 2),
+    // The engine takes 1 to 10,000 starts per window.
+    notifyRatePerSecond: integer(env, 'NOTIFY_RATE_PER_SECOND', 20, 1, 10_000),
     delayTickMs: integer(env, 'DELAY_TICK_MS', 1000, 1, 3_600_000),
     delayWheelSlots: integer(env, 'DELAY_WHEEL_SLOTS', 3600, 1, 10_000_000),
     delayWindowMs: windowRaw === undefined ? undefined : duration(env, 'DELAY_WINDOW', windowRaw),

@@ -15,6 +15,7 @@ export const ORDER_EVENT_TYPES = [
   'FINISHED',
   'REVIEWED',
   'AUTO_REVIEWED',
+  'CUSTOMER_NOTIFIED',
 ] as const;
 export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number];
 

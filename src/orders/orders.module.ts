@@ -3,7 +3,9 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { idempotencyKeyPurge } from './idempotency-key-purge.js';
 import { OrderEvent } from './order-event.entity.js';
 import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
-import { orderTaskHandlers, type OrderTaskLimits } from './order-task.handlers.js';
+import { NotificationsModule } from '../notifications/notifications.module.js';
+import { orderNotificationHandler } from './order-notification.handler.js';
+import { OrderTaskHandlers } from './order-task.handlers.js';
 import { Order } from './order.entity.js';
 import { OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
@@ -14,27 +16,31 @@ import { OrderEventsPublisher } from './order-events.publisher.js';
  * CLOCK) and APP_CONFIG; its handlers are found by DelayModule's explorer.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Order, OrderEvent, OrderIdempotencyKey])],
+  imports: [
+    TypeOrmModule.forFeature([Order, OrderEvent, OrderIdempotencyKey]),
+    NotificationsModule,
+  ],
   controllers: [OrdersController],
-  providers: [OrdersService, OrderEventsPublisher],
+  providers: [OrdersService, OrderEventsPublisher, OrderTaskHandlers],
 })
 export class OrdersModule {
   /**
-   * The order tasks' handlers with their concurrency limits, and the purge
-   * of expired Idempotency-Keys every `purgeEveryMs`; null leaves the purge
-   * out, and the engine then removes its schedule at boot.
+   * The customer notification's handler, at most `notifyRatePerSecond` sends
+   * a second across instances, and the purge of expired Idempotency-Keys
+   * every `purgeEveryMs`; null leaves the purge out, and the engine then
+   * removes its schedule at boot.
    */
   static register({
     purgeEveryMs,
-    taskLimits,
+    notifyRatePerSecond,
   }: {
     purgeEveryMs: number | null;
-    taskLimits: OrderTaskLimits;
+    notifyRatePerSecond: number;
   }): DynamicModule {
     return {
       module: OrdersModule,
       providers: [
-        orderTaskHandlers(taskLimits),
+        orderNotificationHandler(notifyRatePerSecond),
         ...(purgeEveryMs === null ? [] : [idempotencyKeyPurge(purgeEveryMs)]),
       ],
     };

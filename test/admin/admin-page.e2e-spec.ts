@@ -240,13 +240,16 @@ describe('the admin page shell', () => {
       /^2 at once · 50 per 1\.0 s\s*per key$/,
     );
     expect(await text(page, `${row} td:nth-child(3)`)).toBe('running');
-    // The app's own: close-unpaid and auto-review at 4 and 2 at once (the defaults).
+    // The app's own (the defaults): close-unpaid and auto-review unlimited, the notification 20 a second.
     expect(await text(page, '#task-types tr[data-type="order.close-unpaid"] td:nth-child(2)')).toBe(
-      '4 at once',
+      'unlimited',
     );
     expect(await text(page, '#task-types tr[data-type="order.auto-review"] td:nth-child(2)')).toBe(
-      '2 at once',
+      'unlimited',
     );
+    expect(
+      await text(page, '#task-types tr[data-type="order.notify-closed"] td:nth-child(2)'),
+    ).toBe('20 per 1.0 s');
 
     await page.click(`${row} button[data-action="pause"]`);
     await page.waitForSelector('#banner.good');

@@ -2,11 +2,8 @@ import { CapturingLogger } from '../delay/delay-test-app.js';
 import { ADMIN_TOKEN, LIMITED_TYPE, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
 
 const logger = new CapturingLogger();
-// The order tasks' limits as configured here (not the defaults), to see configuration reach them.
-const ctx = useAdminTestApp(
-  { ADMIN_TOKEN, ORDER_CLOSE_CONCURRENCY: '3', ORDER_AUTO_REVIEW_CONCURRENCY: 'off' },
-  { logger },
-);
+// The notification's rate as configured here (not the default), to see configuration reach it.
+const ctx = useAdminTestApp({ ADMIN_TOKEN, NOTIFY_RATE_PER_SECOND: '7' }, { logger });
 
 const typeOf = async (type: string) => {
   const res = await ctx.t.get('/admin/api/types').expect(200);
@@ -32,6 +29,7 @@ describe('GET /admin/api/types', () => {
       TEST_TYPE,
       'order.auto-review',
       'order.close-unpaid',
+      'order.notify-closed',
     ]);
     expect(res.body).toContainEqual({
       type: LIMITED_TYPE,
@@ -44,15 +42,13 @@ describe('GET /admin/api/types', () => {
       waiting: 0,
       waitingHere: 0,
     });
-    // The app's own handlers, with the limits the configuration gave them.
-    expect(await typeOf('order.close-unpaid')).toMatchObject({
-      declared: { concurrency: 3, rate: null },
-      effective: { concurrency: 3, rate: null },
+    // The app's own handlers: closes and auto-reviews unlimited, the notification at its rate.
+    for (const type of ['order.close-unpaid', 'order.auto-review'])
+      expect(await typeOf(type)).toMatchObject({ declared: null, effective: null, perKey: false });
+    expect(await typeOf('order.notify-closed')).toMatchObject({
+      declared: { concurrency: null, rate: { starts: 7, perMs: 1000 } },
+      effective: { concurrency: null, rate: { starts: 7, perMs: 1000 } },
       perKey: false,
-    });
-    expect(await typeOf('order.auto-review')).toMatchObject({
-      declared: null,
-      effective: null,
     });
     expect(await typeOf(TEST_TYPE)).toMatchObject({ declared: null, effective: null });
   });

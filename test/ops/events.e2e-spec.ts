@@ -100,7 +100,7 @@ describe('events', () => {
       const order = await api.createOrder();
       expect(order.status).toBe('PENDING_PAYMENT');
       const report = await api.advance(31 * MINUTE);
-      expect(report.executed).toBe(1);
+      expect(report.byType['order.close-unpaid']).toMatchObject({ executed: 1 });
       expect((await api.get(order.id)).status).toBe('CLOSED');
       expect(await api.tasks(`order:${order.id}:close-unpaid`)).toEqual([
         expect.objectContaining({ state: 'executed' }),

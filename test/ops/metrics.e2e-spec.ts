@@ -39,8 +39,9 @@ describe('/metrics', () => {
     );
     expect(sample(text, 'delay_wheel_tasks')).toBe(2);
 
-    // The payment timeout passes: both close, a tick (1 s) after their due time.
-    await api.advance(30 * MINUTE + 1000);
+    // The payment timeout passes: both close, a tick (1 s) after their due time,
+    // and the customer notifications they schedule run (see advanceToAndLoad).
+    await api.advanceAndLoad(30 * MINUTE + 1000);
     text = await scrape(api);
     expect(sample(text, 'delay_tasks_executed_total', { type: 'order.close-unpaid' })).toBe(2);
     expect(sample(text, 'delay_task_lateness_seconds_count', { type: 'order.close-unpaid' })).toBe(
@@ -53,7 +54,8 @@ describe('/metrics', () => {
     expect(
       sample(text, 'delay_task_lateness_seconds_bucket', { type: 'order.close-unpaid', le: '2.5' }),
     ).toBe(2);
-    expect(sample(text, 'delay_claim_batch_size_sum')).toBe(2);
+    // Each task in one claim: two closes, two notifications.
+    expect(sample(text, 'delay_claim_batch_size_sum')).toBe(4);
     expect(sample(text, 'delay_claim_duration_seconds_count')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'delay_wheel_tasks')).toBe(0);
   });
@@ -185,6 +187,8 @@ describe('/metrics of recurring schedules', () => {
 describe('/metrics of shared limits', () => {
   const ctx = useOrdersApp({ ORDER_IDEMPOTENCY_PURGE_EVERY: 'off' });
   const CLOSE = 'order.close-unpaid';
+  /** The order task with a shared limit (a rate): the customer notification. */
+  const NOTIFY = 'order.notify-closed';
 
   it('gauges what waits behind a pause, and times the wait apart from lateness', async () => {
     const { api, t } = ctx;
@@ -192,43 +196,44 @@ describe('/metrics of shared limits', () => {
     const gauges = t.app.get(LimitGauges);
     const instanceId = t.app.get(DelayService).stats().instanceId;
     let text = await scrape(api);
-    // Read at start: the order types' limits, nothing waiting, nothing paused.
-    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(0);
+    // Read at start: the one limited order type has nothing waiting; the closes,
+    // unlimited and running, are no wait behind a limit; nothing paused.
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: NOTIFY })).toBe(0);
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBeUndefined();
+    expect(sample(text, 'delay_type_paused', { type: NOTIFY })).toBe(0);
     expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(0);
-    expect(sample(text, 'delay_type_paused', { type: 'order.auto-review' })).toBe(0);
 
     for (let i = 0; i < 3; i++) await api.createOrder();
-    await limits.pause(CLOSE);
-    // Due at 30 min: they fall due and wait, held here, for 45 s.
-    await api.advance(30 * MINUTE + 1000);
+    await limits.pause(NOTIFY);
+    // Closed at 30 min: their notifications fall due and wait, held here, for 45 s.
+    await api.advanceAndLoad(30 * MINUTE + 1000);
     await gauges.read();
     text = await scrape(api);
-    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(3);
+    expect(sample(text, 'delay_tasks_executed_total', { type: CLOSE })).toBe(3);
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: NOTIFY })).toBe(3);
     expect(
-      sample(text, 'delay_limit_waiting_here_tasks', { type: CLOSE, instance_id: instanceId }),
+      sample(text, 'delay_limit_waiting_here_tasks', { type: NOTIFY, instance_id: instanceId }),
     ).toBe(3);
-    expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(1);
-    expect(sample(text, 'delay_tasks_executed_total', { type: CLOSE })).toBeUndefined();
+    expect(sample(text, 'delay_type_paused', { type: NOTIFY })).toBe(1);
+    expect(sample(text, 'delay_tasks_executed_total', { type: NOTIFY })).toBeUndefined();
 
     await api.advance(45_000);
-    await limits.resume(CLOSE);
+    await limits.resume(NOTIFY);
     await t.delay.runDue();
     // The timer reads again within 15 s of the app's clock.
     await api.advance(15_000);
     await gauges.read();
     text = await scrape(api);
-    expect(sample(text, 'delay_tasks_executed_total', { type: CLOSE })).toBe(3);
-    expect(sample(text, 'delay_limit_waiting_tasks', { type: CLOSE })).toBe(0);
-    expect(sample(text, 'delay_type_paused', { type: CLOSE })).toBe(0);
+    expect(sample(text, 'delay_tasks_executed_total', { type: NOTIFY })).toBe(3);
+    expect(sample(text, 'delay_limit_waiting_tasks', { type: NOTIFY })).toBe(0);
+    expect(sample(text, 'delay_type_paused', { type: NOTIFY })).toBe(0);
     // 45 s behind the pause: in the limit wait, not in the lateness (a tick at most).
-    expect(sample(text, 'delay_limit_wait_seconds_count', { type: CLOSE })).toBe(3);
-    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: CLOSE, le: '30' })).toBe(0);
-    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: CLOSE, le: '60' })).toBe(3);
-    expect(sample(text, 'delay_task_lateness_seconds_bucket', { type: CLOSE, le: '2.5' })).toBe(3);
+    expect(sample(text, 'delay_limit_wait_seconds_count', { type: NOTIFY })).toBe(3);
+    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: NOTIFY, le: '30' })).toBe(0);
+    expect(sample(text, 'delay_limit_wait_seconds_bucket', { type: NOTIFY, le: '60' })).toBe(3);
+    expect(sample(text, 'delay_task_lateness_seconds_bucket', { type: NOTIFY, le: '2.5' })).toBe(3);
     // A type none of whose tasks waited has no limit wait series.
-    expect(
-      sample(text, 'delay_limit_wait_seconds_count', { type: 'order.auto-review' }),
-    ).toBeUndefined();
+    expect(sample(text, 'delay_limit_wait_seconds_count', { type: CLOSE })).toBeUndefined();
   });
 
   it('reads the limits on a timer of the app clock, never during a scrape', async () => {

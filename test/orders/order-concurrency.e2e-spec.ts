@@ -36,8 +36,9 @@ describe('pay racing the close-unpaid task on one order', () => {
     t.clock.advance(30 * MINUTE);
     const responses = await Promise.all(pays);
     await t.delay.runDue();
-    // A task the claim found locked by a pay is looked at again a tick later.
-    await api.advance(SECOND);
+    // A task the claim found locked by a pay is looked at again a tick later;
+    // the notifications the closes scheduled run too (see advanceToAndLoad).
+    await api.advanceAndLoad(SECOND);
 
     const outcomes: string[] = [];
     for (const [i, order] of orders.entries()) {
@@ -54,6 +55,7 @@ describe('pay racing the close-unpaid task on one order', () => {
         expect(responses[i].body).toEqual(now);
         expect(history).toEqual(['CREATED/user', 'PAID/user']);
         expect(task.state).toBe('cancelled');
+        expect(await api.tasks(`order:${order.id}:notify-closed`)).toEqual([]);
       } else {
         expect(responses[i].status).toBe(409);
         expect(responses[i].body.message).toContain('CLOSED');
@@ -62,8 +64,12 @@ describe('pay racing the close-unpaid task on one order', () => {
           closeReason: 'PAYMENT_TIMEOUT',
           paidAt: null,
         });
-        expect(history).toEqual(['CREATED/user', 'CLOSED/system']);
+        // The customer is told once, by the notification the close scheduled as it committed.
+        expect(history).toEqual(['CREATED/user', 'CLOSED/system', 'CUSTOMER_NOTIFIED/system']);
         expect(task.state).toBe('executed');
+        expect(await api.tasks(`order:${order.id}:notify-closed`)).toMatchObject([
+          { state: 'executed' },
+        ]);
       }
       outcomes.push(now.status);
     }
@@ -170,12 +176,17 @@ describeWithServer('pay and close-unpaid interleaved by hand', () => {
 
     const res = await pay;
     await drained;
+    await api.advanceAndLoad(0);
     expect(res.status).toBe(409);
     expect(await api.get(order.id)).toMatchObject({
       status: 'CLOSED',
       closeReason: 'PAYMENT_TIMEOUT',
     });
-    expect((await api.history(order.id)).map((e) => e.type)).toEqual(['CREATED', 'CLOSED']);
+    expect((await api.history(order.id)).map((e) => e.type)).toEqual([
+      'CREATED',
+      'CLOSED',
+      'CUSTOMER_NOTIFIED',
+    ]);
     expect(await api.tasks(`order:${order.id}:close-unpaid`)).toMatchObject([
       { state: 'executed' },
     ]);
@@ -197,5 +208,6 @@ describeWithServer('pay and close-unpaid interleaved by hand', () => {
     expect(await api.tasks(`order:${order.id}:close-unpaid`)).toMatchObject([
       { state: 'cancelled' },
     ]);
+    expect(await api.tasks(`order:${order.id}:notify-closed`)).toEqual([]);
   });
 });

@@ -41,6 +41,8 @@ describe('payment timeout', () => {
 
     const onTime = await api.advance(SECOND);
     expect(onTime.byType['order.close-unpaid']).toMatchObject({ executed: 1, failed: 0 });
+    // The customer's notification, which the close scheduled (order-notification.e2e-spec.ts).
+    await api.advanceAndLoad(0);
     const closed = await api.get(created.id);
     expect(closed).toMatchObject({
       status: 'CLOSED',
@@ -52,6 +54,7 @@ describe('payment timeout', () => {
     expect(history.map((e) => [e.type, e.by])).toEqual([
       ['CREATED', 'user'],
       ['CLOSED', 'system'],
+      ['CUSTOMER_NOTIFIED', 'system'],
     ]);
     expect(history[1]).toMatchObject({
       at: created.paymentDeadline,

@@ -45,6 +45,30 @@ export class OrdersApi {
     return this.t.delay.advance(ms);
   }
 
+  /** Moves the ManualClock to `at` and waits until every task due by then has run. */
+  async advanceTo(at: number) {
+    return this.t.delay.advanceTo(at);
+  }
+
+  /**
+   * `advanceTo`, then loads the window at once and runs what it found. A task
+   * that a handler schedules in its claim transaction, due at once (the
+   * customer notification a close schedules), can fire before that
+   * transaction commits: its claim then finds nothing, and the engine finds
+   * the task at its next heartbeat (a third of DELAY_LEASE), which a
+   * ManualClock reaches only when moved that far.
+   */
+  async advanceToAndLoad(at: number): Promise<void> {
+    await this.t.delay.advanceTo(at);
+    await this.t.delay.refresh();
+    await this.t.delay.runDue();
+  }
+
+  /** `advanceToAndLoad`, by `ms` from now. */
+  advanceAndLoad(ms: number): Promise<void> {
+    return this.advanceToAndLoad(this.t.clock.now() + ms);
+  }
+
   query<T = any>(sql: string, params: unknown[] = []): Promise<T[]> {
     return this.t.app.get(DataSource).query(sql, params);
   }
