@@ -102,8 +102,8 @@ export class GateClaims {
             .filter((item) => deferred.has(item.id))
             .map((item) => ({ ...item, alone: true })),
         );
-        if (ended.held === 'unpaced') outcome = { kind: 'stale' };
-        else if (ended.held) outcome = { kind: ended.held };
+        if (ended.refused === 'unpaced') outcome = { kind: 'stale' };
+        else if (ended.refused) outcome = { kind: ended.refused };
         else if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
       }
     } catch (error) {
