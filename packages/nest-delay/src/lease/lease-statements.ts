@@ -99,7 +99,7 @@ export async function retireInstance(sql: Sql, instanceId: string) {
 }
 
 /**
- * Leases the next page of unheld tasks due after `after` and before the
+ * Leases the next page of unleased tasks due after `after` and before the
  * window's horizon, in due order. SKIP LOCKED lets instances loading at once
  * split the work. While a backlog drain runs, `after` is when it began (the
  * drain runs what was due by then itself); otherwise '-infinity', so a stray

@@ -7,7 +7,7 @@ import type { TaskWheel } from '../firing/task-wheel.js';
 
 /**
  * Leases this instance's share of the window into its wheel. Every heartbeat
- * interval (a third of the lease) it leases the unheld tasks that have come
+ * interval (a third of the lease) it leases the unleased tasks that have come
  * within the window, page by page in due order; SKIP LOCKED lets instances
  * loading at once split them. Tasks beyond the window stay in Postgres only,
  * so memory depends on the window, not on the table.
