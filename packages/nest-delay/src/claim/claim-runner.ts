@@ -147,7 +147,9 @@ export class ClaimRunner {
     if (result.gated.length > 0) this.gate.add(result.gated);
     // A gate's deferred and refused tasks go back to its line (GateClaims.run).
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
-    if (result.refused) return result;
+    // Even when a gate's claim was refused: the tasks it passed by before the
+    // refusal are in no line (only `left` goes back) and, leased here, in no
+    // loader's reach either.
     const passed = new Set([
       ...result.deferred,
       ...result.gated.map((row) => row.id),

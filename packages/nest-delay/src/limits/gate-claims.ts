@@ -108,8 +108,10 @@ export class GateClaims {
       }
     } catch (error) {
       ctx.logger.error(`Taking rate credits for ${line.type} failed: ${errorText(error)}`);
+      // All of them, those set aside for want of a credit too: nothing may
+      // leave the gate for nowhere (a task that ran meanwhile is let go by its claim).
       runner.holdAll(
-        items.map((item) => item.id),
+        gated.items.map((item) => item.id),
         runner.retrySoonMs(),
       );
       back = [];

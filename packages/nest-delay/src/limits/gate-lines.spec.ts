@@ -167,4 +167,17 @@ describe('LimitBook', () => {
     });
     expect(book.gates('x')).toBe(false);
   });
+
+  it('puts back in its line a task handed over again while its claim ran, when that claim did not return it', () => {
+    const { lines } = linesWith({ t: one });
+    lines.add({ id: '1', type: 't', key: '', dueAtMs: 0 }, 0);
+    const claim = lines.next(0, true)!;
+    expect(claim.items.map((item) => item.id)).toEqual(['1']);
+    // A fired claim hands it over meanwhile: already here, once is enough...
+    expect(lines.add({ id: '1', type: 't', key: '', dueAtMs: 0 }, 0)).toBe('here');
+    // ...but its claim passed it by: it waits again rather than nowhere.
+    lines.ended(claim, { kind: 'done' }, [], 0);
+    expect(lines.has('1')).toBe(true);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['1']);
+  });
 });

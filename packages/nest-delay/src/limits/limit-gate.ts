@@ -99,6 +99,11 @@ export class LimitGate implements LifecycleService {
     this.shed.clear();
   }
 
+  /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
+  accounts(id: TaskId, type: string): boolean {
+    return this.lines.has(id) || this.shed.has(type);
+  }
+
   /** Tasks waiting here, by type. */
   waitingByType(): Map<string, number> {
     return this.lines.waitingByType();
