@@ -87,9 +87,6 @@ export class GateLines {
   private readonly lines = new Map<string, Line>();
   /** Ids waiting in a line or in a claim of the gate. */
   private readonly waitingIds = new Set<TaskId>();
-  /** Of those, ids in a claim of the gate; and those handed over again meanwhile (see ended). */
-  private readonly claimingIds = new Set<TaskId>();
-  private readonly againIds = new Set<TaskId>();
   private turns = 0;
   private count = 0;
 
@@ -136,10 +133,9 @@ export class GateLines {
     task: { id: TaskId; type: string; key: string; dueAtMs: number },
     nowMs: number,
   ): 'added' | 'here' | 'shed' {
-    if (this.waitingIds.has(task.id)) {
-      if (this.claimingIds.has(task.id)) this.againIds.add(task.id);
-      return 'here';
-    }
+    // In a line, or in a claim of the gate: that claim accounts for it (what
+    // it passes by is rechecked by the claim runner, and held again if pending).
+    if (this.waitingIds.has(task.id)) return 'here';
     if (this.count >= this.config.capacity) return 'shed';
     this.waitingIds.add(task.id);
     const line = this.lineOf(task.type, task.key);
@@ -174,7 +170,6 @@ export class GateLines {
     if (!best) return undefined;
     const limits = this.limitsOf(best.type);
     const items = this.take(best, limits.effective.concurrency);
-    for (const item of items) this.claimingIds.add(item.id);
     this.count -= items.length;
     best.running++;
     best.turn = ++this.turns;
@@ -198,14 +193,7 @@ export class GateLines {
     line.running--;
     line.takingCredit = false;
     const returned = new Set(back.map((item) => item.id));
-    back = [...back];
-    for (const item of claim.items) {
-      this.claimingIds.delete(item.id);
-      // Handed over again while its claim ran (that claim may have passed it
-      // by before): it waits in its line again, rather than nowhere.
-      if (this.againIds.delete(item.id) && !returned.has(item.id)) back.push(item);
-      else if (!returned.has(item.id)) this.waitingIds.delete(item.id);
-    }
+    for (const item of claim.items) if (!returned.has(item.id)) this.waitingIds.delete(item.id);
     for (const item of back) insertInDueOrder(line.waiting, item);
     this.count += back.length;
     // One of its claims here ended: its seat is free, whoever was kept waiting tries now.
@@ -307,8 +295,6 @@ export class GateLines {
   clear(): void {
     this.lines.clear();
     this.waitingIds.clear();
-    this.claimingIds.clear();
-    this.againIds.clear();
     this.count = 0;
   }
 

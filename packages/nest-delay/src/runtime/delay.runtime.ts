@@ -182,6 +182,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
         !this.loader.busy &&
         !this.backlog.busy &&
         !this.planner.busy &&
+        !this.dispatcher.gate.busy &&
         this.dispatcher.idle
       )
         return;
