@@ -44,10 +44,16 @@ describe('the compiled service in real time, on the embedded database', () => {
     }
     const again = await startApp(env);
     try {
-      const res = await json('GET', `${again.baseUrl}/orders/${orderId!}/history`);
+      // The customer's notification follows the close (it may run before the stop or after the restart).
+      const res = await eventually(
+        () => json('GET', `${again.baseUrl}/orders/${orderId!}/history`),
+        (r) => r.body.length >= 3,
+        10_000,
+      );
       expect(res.body.map((e: { type: string; by: string }) => `${e.type}/${e.by}`)).toEqual([
         'CREATED/user',
         'CLOSED/system',
+        'CUSTOMER_NOTIFIED/system',
       ]);
     } finally {
       expect(await again.stop()).toBe(0);

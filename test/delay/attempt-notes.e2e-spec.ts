@@ -7,7 +7,7 @@ import {
   ATTEMPT_LOCK_CLASS,
   attemptLockKey,
   recordAttempt,
-  takeDeadNotes,
+  takeOrphanedNotes,
 } from '../../packages/nest-delay/src/claim/attempt-statements.js';
 import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
@@ -70,14 +70,14 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [id],
         gated: [],
-        held: null,
+        refused: null,
         withdrawn: [],
       });
       await second.query('COMMIT');
       const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
       await second.query('BEGIN');
       // The first note's claim is alive (its session holds the lock): nothing to charge.
-      expect(await takeDeadNotes(sqlOf(second), [id], soloNote)).toEqual([]);
+      expect(await takeOrphanedNotes(sqlOf(second), [id], soloNote)).toEqual([]);
       const alone = await claimTasks(sqlOf(second), [id], now, soloNote, true);
       await second.query('COMMIT');
       expect(alone.claimed).toMatchObject([{ id, attempts: 1, last_error: null }]);
@@ -86,7 +86,7 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [],
         gated: [],
-        held: null,
+        refused: null,
         withdrawn: [],
       });
       await first.query('COMMIT');
@@ -123,22 +123,22 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [id],
         gated: [],
-        held: null,
+        refused: null,
         withdrawn: [],
       });
       await next.query('COMMIT');
       const solo = await recordAttempt(sqlOf(next), 'next', [id], now);
       await next.query('BEGIN');
-      const counted = await takeDeadNotes(sqlOf(next), [id], solo);
+      const counted = await takeOrphanedNotes(sqlOf(next), [id], solo);
       expect(counted).toMatchObject([{ row: { id, attempts: 0 }, times: 1, instanceId: 'dead' }]);
       await next.query('COMMIT');
-      // Taken out of the dead note: another instance's claim finds nothing more to charge
+      // Taken out of the orphaned note: another instance's claim finds nothing more to charge
       // (the solo note is alive: its session still holds its lock).
       const other = await pool.connect();
       try {
         const again = await recordAttempt(sqlOf(other), 'other', [id], now);
         await other.query('BEGIN');
-        expect(await takeDeadNotes(sqlOf(other), [id], again)).toEqual([]);
+        expect(await takeOrphanedNotes(sqlOf(other), [id], again)).toEqual([]);
         await other.query('ROLLBACK');
       } finally {
         other.release();
@@ -193,7 +193,7 @@ describeWithServer('a batch rerun fenced after a failure in its optimistic pass'
             [healthy.id, note.id],
           )
         ).rows;
-        const counts = looked.dead ? await takeDeadNotes(otherSql, [healthy.id], '0') : [];
+        const counts = looked.dead ? await takeOrphanedNotes(otherSql, [healthy.id], '0') : [];
         const policy = new WindowPolicy({ windowMs: 3_600_000, instanceId: 'other' });
         for (const { row, times } of counts) {
           const change = charge(row, times, 'cut off', row.due_at.getTime(), Date.now(), policy);

@@ -601,6 +601,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         'byType',
         'held',
         'queued',
+        'rescued',
         'drainingBacklog',
         'instanceId',
         'running',
@@ -612,6 +613,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     // On a ManualClock there is no correction of a system clock to report.
     expect(after).toMatchObject({
       queued: 0,
+      rescued: 0,
       drainingBacklog: false,
       running: true,
       clock: undefined,

@@ -73,6 +73,9 @@ async function startWorker(url: string, instanceId: string, hang: boolean): Prom
       BURST: String(BURST),
       FAIL_EVERY: String(FAIL_EVERY),
       ...(hang ? { HANG: '1' } : {}),
+      // The doomed instance's claims last long enough to be seen in flight
+      // (polled every 100 ms) before its burst is done, however loaded the machine.
+      ...(hang ? {} : { SLEEP_MS: '80' }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

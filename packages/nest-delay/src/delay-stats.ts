@@ -7,6 +7,11 @@ export interface DelayStats extends ExecutionCounts {
   held: number;
   /** Fired or overdue ids waiting for a claim transaction. */
   queued: number;
+  /**
+   * Tasks the safety net found leased here, overdue and held nowhere in this
+   * instance, and held again (an engine fault: each is logged as a warning).
+   */
+  rescued: number;
   /** A backlog read is under way. */
   drainingBacklog: boolean;
   instanceId: string;

@@ -31,6 +31,8 @@ import { stateOf, toTask } from './tasks/task-row.js';
 import { cancel, leaseFor, replace, reschedule, revive } from './tasks/task-transitions.js';
 import { checkTaskRef } from './task-ref.js';
 import type { DelayStats } from './delay-stats.js';
+import type { EntityManager } from 'typeorm';
+import type { TaskRow } from './tasks/task-row.js';
 import type {
   BulkScheduleResult,
   DelayedTask,
@@ -93,7 +95,7 @@ export class DelayService {
             now,
             traceContext,
           );
-    this.wheel.track(row, manager !== undefined);
+    this.track(row, manager);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
       this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onScheduled', event));
@@ -141,9 +143,10 @@ export class DelayService {
         )
       : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
     for (const row of rows) {
-      if (manager && this.policy.isRunning)
+      if (manager && this.policy.isRunning) {
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
-      else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
+        this.holdOnCommit(manager, row);
+      } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
     }
     if (rows.length > 0 && this.observer.wants('onScheduled')) {
       const events = rows.map((row) => ({
@@ -231,7 +234,7 @@ export class DelayService {
       new Date(nowMs),
     );
     const changed = this.acted(checked, row, 'reschedule');
-    this.wheel.track(changed, inCaller);
+    this.track(changed, options.manager);
     return toTask(changed);
   }
 
@@ -264,7 +267,7 @@ export class DelayService {
       new Date(nowMs),
     );
     const changed = this.acted(checked, row, action);
-    this.wheel.track(changed, inCaller);
+    this.track(changed, options.manager);
     return toTask(changed);
   }
 
@@ -281,6 +284,7 @@ export class DelayService {
       ...dispatcher.stats.snapshot(),
       held: wheel.size,
       queued: dispatcher.queuedCount,
+      rescued: this.runtime.sweep.rescued,
       drainingBacklog: backlog.busy,
       instanceId: ctx.options.instanceId,
       running: this.runtime.running,
@@ -310,6 +314,24 @@ export class DelayService {
 
   private get wheel() {
     return this.runtime.wheel;
+  }
+
+  /** Keeps the wheel in step with a row just written (or found); in a caller's transaction, again once it commits. */
+  private track(row: TaskRow, manager: EntityManager | undefined): void {
+    this.wheel.track(row, manager !== undefined);
+    if (manager && stateOf(row) === 'pending') this.holdOnCommit(manager, row);
+  }
+
+  /**
+   * A task written in the caller's transaction is unleased and was held
+   * early (TaskWheel.track); if that hold fired before the commit, its claim
+   * saw no row and let it go. Held again at the commit, it runs within a
+   * tick of it, not at the next loader round. A transaction TypeORM does not
+   * report (a raw BEGIN) still has the loader's round.
+   */
+  private holdOnCommit(manager: EntityManager, row: { id: TaskId; due_at: Date }): void {
+    const dueAtMs = row.due_at.getTime();
+    this.runtime.ctx.afterCommit.run(manager, () => this.wheel.committed(row.id, dueAtMs));
   }
 
   private now(): number {

@@ -22,11 +22,11 @@ export class DelayGauges implements OnModuleInit {
       });
     stat('delay_wheel_tasks', 'Tasks held in the timing wheel', () => this.delay.stats().held);
     stat(
-      'delay_executor_queued_tasks',
-      'Fired or overdue tasks waiting for a claim transaction',
+      'delay_claim_queue_tasks',
+      'Fired or overdue tasks in the claim queue, waiting for a claim transaction',
       () => this.delay.stats().queued,
     );
-    stat('delay_backlog_draining', '1 while overdue unheld tasks are being read', () =>
+    stat('delay_backlog_draining', '1 while overdue unleased tasks are being read (the backlog drain)', () =>
       Number(this.delay.stats().drainingBacklog),
     );
     stat('delay_runtime_running', '1 while the delay runtime fires and claims', () =>

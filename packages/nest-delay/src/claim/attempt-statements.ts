@@ -15,8 +15,8 @@ export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int
  * takes a session-level advisory lock on the note: the lock lives exactly as
  * long as this connection's session, so while the session keeps it the claim is alive,
  * and once the session is gone (the process died, or the claim was cut off)
- * the note is a dead attempt that the next claim of each task charges (see
- * takeDeadNotes). The claim deletes the note in its transaction and drops
+ * the note is an orphaned attempt that the next claim of each task charges (see
+ * takeOrphanedNotes). The claim deletes the note in its transaction and drops
  * the lock only once that has committed (unlockNoteOnceGone). Returns the
  * note's id. (Claims send it with their BEGIN, in recordAttemptAndBegin; this
  * form is for a note on its own.)
@@ -65,7 +65,7 @@ export async function recordAttemptAndBegin(
  * note's session lock once the note is gone, that is once the claim that
  * deleted it committed. Never inside the claim transaction: an advisory
  * unlock is not undone by ROLLBACK, and a note left unlocked between a
- * rolled-back pass and its rerun would look dead to another instance, which
+ * rolled-back pass and its rerun would look orphaned to another instance, which
  * would charge a healthy task an attempt. `noteId` is a note id (digits).
  */
 export function unlockNoteOnceGone(noteId: string): string {
@@ -120,31 +120,31 @@ export async function forgetSettledAttempts(sql: Sql, olderThan: Date): Promise<
   );
 }
 
-/** A task with the cut-off attempts that dead notes hold against it. */
-export interface DeadNoteCount {
+/** A task with the cut-off attempts that orphaned notes hold against it. */
+export interface OrphanedNoteCount {
   /** The task as it is now (locked by this transaction), not counting them. */
   row: TaskRow;
-  /** Dead notes listing it: attempts that never committed. */
+  /** Orphaned notes listing it: attempts that never committed. */
   times: number;
   /** The instance of one of them, for the task's last error. */
   instanceId: string;
 }
 
 /**
- * Finds the dead notes listing `ids` (tasks this transaction can lock), and
- * takes the ids out of them, so that each dead note charges each of its
- * tasks once. A note is dead when no session holds its lock (a live claim's
+ * Finds the orphaned notes listing `ids` (tasks this transaction can lock), and
+ * takes the ids out of them, so that each orphaned note charges each of its
+ * tasks once. A note is orphaned when no session holds its lock (a live claim's
  * does, until it commits); one recorded before Postgres last started died
  * with Postgres, not of its tasks, and is left to the sweep. The transaction
  * lock taken on each also keeps two claims from charging one note at once.
  * Run in the claim transaction of a task that runs alone, before its claim:
  * if that claim never commits either, the notes are back, with one more.
  */
-export async function takeDeadNotes(
+export async function takeOrphanedNotes(
   sql: Sql,
   ids: TaskId[],
   ownNoteId: string,
-): Promise<DeadNoteCount[]> {
+): Promise<OrphanedNoteCount[]> {
   const rows = await sql.rows<TaskRow & { times: number; instance: string }>(
     `WITH task AS (
        SELECT id FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}
@@ -153,7 +153,7 @@ export async function takeDeadNotes(
        SELECT a.id FROM delay_attempt a
        WHERE a.id <> $2 AND a.task_ids && ARRAY(SELECT id FROM task)
          AND a.recorded_at >= pg_postmaster_start_time()
-     ), dead AS (
+     ), orphaned AS (
        SELECT a.id, a.task_ids, a.instance_id FROM delay_attempt a JOIN listing USING (id)
        WHERE pg_try_advisory_xact_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('a.id')})
        ORDER BY a.id
@@ -161,10 +161,10 @@ export async function takeDeadNotes(
      ), trimmed AS (
        UPDATE delay_attempt a
        SET task_ids = ARRAY(SELECT x FROM unnest(a.task_ids) AS x WHERE x NOT IN (SELECT id FROM task))
-       FROM dead WHERE a.id = dead.id
+       FROM orphaned WHERE a.id = orphaned.id
      ), counted AS (
-       SELECT task_id, count(DISTINCT dead.id)::int AS times, max(dead.instance_id) AS instance
-       FROM dead, unnest(dead.task_ids) AS task_id
+       SELECT task_id, count(DISTINCT orphaned.id)::int AS times, max(orphaned.instance_id) AS instance
+       FROM orphaned, unnest(orphaned.task_ids) AS task_id
        WHERE task_id IN (SELECT id FROM task)
        GROUP BY task_id
      )

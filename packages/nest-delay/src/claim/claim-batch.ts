@@ -2,7 +2,7 @@ import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { takeDeadNotes, unlockNoteOnceGone } from './attempt-statements.js';
+import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
 import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
 import { LineClaims } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
@@ -23,9 +23,9 @@ import type { DelayContext } from '../runtime/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './handler-deadline.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
-import type { BatchResult, ClaimPlan } from './claim-plan.js';
+import type { BatchResult, ClaimParams } from './claim-params.js';
 
-export type { BatchResult, ClaimPlan } from './claim-plan.js';
+export type { BatchResult, ClaimParams } from './claim-params.js';
 
 /** The optimistic pass failed: rerun fenced, with the fates its failures already decided. */
 class Redo {
@@ -63,7 +63,7 @@ export class ClaimBatch {
     return this.registry.longestTimeoutMs() + CUT_OFF_GRACE_MS + BACKSTOP_MARGIN_MS;
   }
 
-  async run(connection: ClaimConnection, ids: TaskId[], plan: ClaimPlan): Promise<BatchResult> {
+  async run(connection: ClaimConnection, ids: TaskId[], plan: ClaimParams): Promise<BatchResult> {
     // Optimistic even for one task: a success, the common case, then pays no
     // savepoint round trips, which a task fired alone at its due time would
     // feel as lateness; a failure costs one rollback, never a second run.
@@ -96,13 +96,13 @@ export class ClaimBatch {
   private async pass(
     connection: ClaimConnection,
     ids: TaskId[],
-    plan: ClaimPlan,
+    plan: ClaimParams,
     known: Map<TaskId, Fate> | undefined,
     spans: PassSpans | undefined,
   ): Promise<BatchResult | Redo> {
     const { sql } = connection;
     try {
-      const exhausted = plan.alone ? await this.chargeDeadNotes(connection, ids, plan) : [];
+      const exhausted = plan.alone ? await this.chargeOrphanedNotes(connection, ids, plan) : [];
       const now = new Date(plan.nowMs);
       const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
       let claimed: ClaimRow[];
@@ -118,7 +118,7 @@ export class ClaimBatch {
         );
         fates = await this.runFenced(connection, () => line.next(), plan, known ?? new Map(), spans);
         ({ claimed } = line);
-        taken = { deferred: line.deferred, gated: [], held: line.held, left: line.left };
+        taken = { deferred: line.deferred, gated: [], refused: line.refused, left: line.left };
       } else {
         ({ claimed, ...taken } = await claimTasks(
           sql,
@@ -149,7 +149,7 @@ export class ClaimBatch {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred: taken.deferred,
         gated: taken.gated,
-        held: taken.held,
+        refused: taken.refused,
         left: taken.left ?? [],
         fates: [...exhausted, ...fates],
         rerun: false,
@@ -169,18 +169,18 @@ export class ClaimBatch {
   }
 
   /**
-   * Charges a task that runs alone with the attempts its dead notes hold
+   * Charges a task that runs alone with the attempts its orphaned notes hold
    * against it, before its claim; returns those that ran out of attempts
    * (dead-lettered now, so the claim passes them by).
    */
-  private async chargeDeadNotes(
+  private async chargeOrphanedNotes(
     connection: ClaimConnection,
     ids: TaskId[],
-    plan: ClaimPlan,
+    plan: ClaimParams,
   ): Promise<Fate[]> {
     const exhausted: Fate[] = [];
     const now = new Date(plan.nowMs);
-    for (const { row, times, instanceId } of await takeDeadNotes(
+    for (const { row, times, instanceId } of await takeOrphanedNotes(
       connection.sql,
       ids,
       plan.noteId,
@@ -196,7 +196,7 @@ export class ClaimBatch {
   private async runOptimistic(
     connection: ClaimConnection,
     claimed: ClaimRow[],
-    plan: ClaimPlan,
+    plan: ClaimParams,
     spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
     const fates: Fate[] = [];
@@ -227,7 +227,7 @@ export class ClaimBatch {
   private async runFenced(
     connection: ClaimConnection,
     next: () => Promise<ClaimRow | undefined>,
-    plan: ClaimPlan,
+    plan: ClaimParams,
     known: Map<TaskId, Fate>,
     spans: PassSpans | undefined,
   ): Promise<Fate[]> {
@@ -295,7 +295,7 @@ export class ClaimBatch {
   private attempt(
     connection: ClaimConnection,
     row: ClaimRow,
-    plan: ClaimPlan,
+    plan: ClaimParams,
     spans: PassSpans | undefined,
   ): Promise<Fate> {
     return this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);

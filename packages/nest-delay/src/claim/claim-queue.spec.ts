@@ -126,6 +126,20 @@ describe('ClaimQueue', () => {
     expect(queue.takeBatch(50, 1)).toEqual(['4', '2']);
   });
 
+  it('queues an id fired again during its claim once that claim ends (the claim may have looked too early)', () => {
+    const queue = new ClaimQueue();
+    queue.add(['1', '2']);
+    expect(queue.takeBatch(50, 1)).toEqual(['1', '2']);
+    queue.add(['2']);
+    expect(queue.hasWaiting).toBe(false);
+    expect(queue.has('2')).toBe(true);
+    queue.claimEnded(['1', '2']);
+    expect(queue.takeBatch(50, 1)).toEqual(['2']);
+    queue.claimEnded(['2']);
+    expect(queue.has('1')).toBe(false);
+    expect(queue.has('2')).toBe(false);
+  });
+
   it('keeps an alone task out of batches while its claim is under way', () => {
     const queue = new ClaimQueue();
     queue.addAlone('5');

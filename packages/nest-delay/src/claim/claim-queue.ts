@@ -17,6 +17,12 @@ export class ClaimQueue {
    * process died then, the task would be charged twice for one death.
    */
   private readonly inClaim = new Set<TaskId>();
+  /**
+   * Ids added again while in a claim: queued once that claim ends. The claim
+   * may have looked at the row before what fired it again (a caller's commit,
+   * a recheck's hold), so it is not trusted to account for it.
+   */
+  private readonly again = new Set<TaskId>();
   /** Batches taken since the queue was last idle: the ramp of batch sizes (see takeBatch). */
   private takenSinceIdle = 0;
 
@@ -36,7 +42,11 @@ export class ClaimQueue {
   /** Queues ids not already waiting or in a claim. */
   add(ids: Iterable<TaskId>): void {
     for (const id of ids) {
-      if (this.queued.has(id) || this.inClaim.has(id)) continue;
+      if (this.queued.has(id)) continue;
+      if (this.inClaim.has(id)) {
+        this.again.add(id);
+        continue;
+      }
       this.queued.add(id);
       this.waiting.push(id);
     }
@@ -72,9 +82,19 @@ export class ClaimQueue {
     return this.claiming([this.alone.shift() as TaskId]);
   }
 
-  /** Their claim is over: they may be queued again. */
+  /** Their claim is over: they may be queued again, and those added meanwhile are. */
   claimEnded(ids: TaskId[]): void {
-    for (const id of ids) this.inClaim.delete(id);
+    const again: TaskId[] = [];
+    for (const id of ids) {
+      if (!this.inClaim.delete(id)) continue;
+      if (this.again.delete(id)) again.push(id);
+    }
+    this.add(again);
+  }
+
+  /** Waiting for a claim, or in one: accounted for (the safety net asks). */
+  has(id: TaskId): boolean {
+    return this.queued.has(id) || this.inClaim.has(id) || this.alone.includes(id);
   }
 
   /** Nothing waits and no claim runs: the next burst ramps up from one again. */
@@ -87,6 +107,7 @@ export class ClaimQueue {
     this.head = 0;
     this.alone = [];
     this.queued.clear();
+    this.again.clear();
   }
 
   private claiming(ids: TaskId[]): TaskId[] {

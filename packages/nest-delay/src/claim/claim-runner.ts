@@ -145,9 +145,11 @@ export class ClaimRunner {
     for (const fate of result.fates) this.follow(fate);
     for (const id of result.claimedIds) this.passedOnce.delete(id);
     if (result.gated.length > 0) this.gate.add(result.gated);
-    // A gate's deferred and held tasks go back to its line (GateClaims.run).
+    // A gate's deferred and refused tasks go back to its line (GateClaims.run).
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
-    if (result.held) return result;
+    // Even when a gate's claim was refused: the tasks it passed by before the
+    // refusal are in no line (only `left` goes back) and, leased here, in no
+    // loader's reach either.
     const passed = new Set([
       ...result.deferred,
       ...result.gated.map((row) => row.id),
@@ -202,7 +204,7 @@ export class ClaimRunner {
         this.follow(fate);
       } else {
         // The row was not as claimed (a charge in the same claim rolled back
-        // with it): its note stays, dead, and the task's next claim, alone,
+        // with it): its note stays, orphaned, and the task's next claim, alone,
         // charges what the table says. Claimed again soon, not stranded.
         this.wheel.hold(row.id, this.retrySoonMs());
       }

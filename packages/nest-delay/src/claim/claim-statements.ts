@@ -38,7 +38,7 @@ export interface Claimed {
   /** Due tasks of types with a limit or a pause: each waits in the limit gate. */
   gated: GatedRow[];
   /** Why a gate's claim claimed nothing (see LineRefusal); null: not refused. */
-  held: LineRefusal | null;
+  refused: LineRefusal | null;
   /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
   withdrawn: TaskId[];
 }
@@ -243,7 +243,7 @@ export async function claimTasks(
       payload: g.payload,
       dueAtMs: Math.floor(g.due),
     })),
-    held: first?.refused ?? null,
+    refused: first?.refused ?? null,
     withdrawn: first?.withdrawn ?? [],
   };
 }
@@ -301,7 +301,7 @@ export function findPendingByIds(sql: Sql, ids: TaskId[]) {
  * it at once. Reads only: the claim decides who runs a task, so instances
  * reading the same page cannot run it twice.
  */
-export function findOverdueUnheld(sql: Sql, now: Date, after: DueRow | null, limit: number) {
+export function findOverdueUnleased(sql: Sql, now: Date, after: DueRow | null, limit: number) {
   return sql.rows<DueRow>(
     `SELECT id, due_at FROM delayed_task
      WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1

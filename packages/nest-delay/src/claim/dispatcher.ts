@@ -62,6 +62,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     return this.queue.size;
   }
 
+  /** Queued, in a claim, or in the limit gate (its type's tasks shed count: the gate reads them back). */
+  accounts(id: TaskId, type: string): boolean {
+    return this.queue.has(id) || this.gate.accounts(id, type);
+  }
+
   /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
   get idle(): boolean {
     return this.queue.size === 0 && this.inFlight === 0 && !this.gate.hasReady;

@@ -21,13 +21,13 @@ export interface LineGating {
  * database decides before each start whether the type is paused, whether a
  * rate applies and its credit is still this instance's (docs/limits.md).
  * The first takes the line's concurrency seat, which the later ones keep.
- * It stops at a refusal (`held`), or once the claim has run GATE_CLAIM_MAX_MS
+ * It stops at a refusal (`refused`), or once the claim has run GATE_CLAIM_MAX_MS
  * (`left`: the tasks not tried, back to their line).
  */
 export class LineClaims {
   readonly claimed: ClaimRow[] = [];
   readonly deferred: TaskId[] = [];
-  held: LineRefusal | null = null;
+  refused: LineRefusal | null = null;
   /** Not tried: the claim stopped before them. */
   left: TaskId[] = [];
   private index = 0;
@@ -68,8 +68,8 @@ export class LineClaims {
         },
         this.claim.overdueAfterMs,
       );
-      if (result.held) {
-        this.held = result.held;
+      if (result.refused) {
+        this.refused = result.refused;
         break;
       }
       this.index++;

@@ -130,6 +130,17 @@ export class TaskWheel implements LifecycleService {
     else if (this.has(row.id)) this.hold(row.id, dueAtMs);
   }
 
+  /**
+   * A write in a caller's transaction has committed (AfterCommit): held
+   * again at its due time. Its early hold (track) may have fired before the
+   * commit, when its claim could not see the row, and been let go.
+   */
+  committed(id: TaskId, dueAtMs: number): void {
+    const { policy, clock } = this.ctx;
+    if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
+      this.holdNoLaterThan(id, dueAtMs);
+  }
+
   /** A picture of the ring, in regions of `regionSlots` slots (see wheelCensus); the due queue's tick aside. */
   census(regionSlots: number): WheelCensus {
     return wheelCensus(this.wheel, regionSlots);

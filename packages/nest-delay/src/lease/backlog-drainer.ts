@@ -1,5 +1,5 @@
 import { errorText } from '../delay.messages.js';
-import { findOverdueUnheld } from '../claim/claim-statements.js';
+import { findOverdueUnleased } from '../claim/claim-statements.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
 import type { Dispatcher } from '../claim/dispatcher.js';
@@ -78,7 +78,7 @@ export class BacklogDrainer implements LifecycleService {
     for (;;) {
       await this.dispatcher.room(page);
       if (this.stopped) return;
-      const rows = await findOverdueUnheld(
+      const rows = await findOverdueUnleased(
         this.ctx.db.pool,
         new Date(this.ctx.clock.now()),
         after,

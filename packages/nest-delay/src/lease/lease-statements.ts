@@ -99,7 +99,7 @@ export async function retireInstance(sql: Sql, instanceId: string) {
 }
 
 /**
- * Leases the next page of unheld tasks due after `after` and before the
+ * Leases the next page of unleased tasks due after `after` and before the
  * window's horizon, in due order. SKIP LOCKED lets instances loading at once
  * split the work. While a backlog drain runs, `after` is when it began (the
  * drain runs what was due by then itself); otherwise '-infinity', so a stray
@@ -131,4 +131,26 @@ export function leaseDueTasks(
 export async function databaseNowMs(sql: Sql): Promise<number> {
   const [row] = await sql.rows<{ now_ms: number }>(`SELECT ${DATABASE_NOW_MS} AS now_ms`, []);
   return row.now_ms;
+}
+
+/**
+ * A page of this instance's pending tasks due by `dueBy`, in due order after
+ * the keyset `after`: what the safety net (StrandedSweep) checks against
+ * memory. By the leases' partial index: only this instance's pending rows.
+ */
+export function findLeasedOverdue(
+  sql: Sql,
+  instanceId: string,
+  dueBy: Date,
+  after: DueRow | null,
+  limit: number,
+) {
+  return sql.rows<DueRow & { type: string }>(
+    `SELECT id, due_at, type FROM delayed_task
+     WHERE locked_by = $1 AND ${PENDING} AND due_at <= $2
+       AND (due_at, id) > ($3::timestamptz, $4::bigint)
+     ORDER BY due_at, id
+     LIMIT $5`,
+    [instanceId, dueBy, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
+  );
 }

@@ -4,10 +4,11 @@ import type { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
 import { PeriodicRound } from '../runtime/periodic-round.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
+import type { StrandedSweep } from './stranded-sweep.js';
 
 /**
  * Leases this instance's share of the window into its wheel. Every heartbeat
- * interval (a third of the lease) it leases the unheld tasks that have come
+ * interval (a third of the lease) it leases the unleased tasks that have come
  * within the window, page by page in due order; SKIP LOCKED lets instances
  * loading at once split them. Tasks beyond the window stay in Postgres only,
  * so memory depends on the window, not on the table.
@@ -20,6 +21,7 @@ export class WindowLoader implements LifecycleService {
     private readonly ctx: DelayContext,
     private readonly wheel: TaskWheel,
     private readonly backlog: BacklogDrainer,
+    private readonly sweep: StrandedSweep,
   ) {
     this.rounds = new PeriodicRound(
       ctx.clock,
@@ -57,8 +59,10 @@ export class WindowLoader implements LifecycleService {
     await this.rounds.stop();
   }
 
+  /** Then the safety net: in the same round, so no lease of the loader's is under way while it looks. */
   private async loadAll(): Promise<void> {
     while (await this.loadPage());
+    if (!this.stopped) await this.sweep.run();
   }
 
   /** Leases one page of the window, in due order; true if the page was full (more may follow). */

@@ -102,14 +102,16 @@ export class GateClaims {
             .filter((item) => deferred.has(item.id))
             .map((item) => ({ ...item, alone: true })),
         );
-        if (ended.held === 'unpaced') outcome = { kind: 'stale' };
-        else if (ended.held) outcome = { kind: ended.held };
+        if (ended.refused === 'unpaced') outcome = { kind: 'stale' };
+        else if (ended.refused) outcome = { kind: ended.refused };
         else if (outcome.kind !== 'rate' && ended.claimedIds.size > 0) outcome = { kind: 'ran' };
       }
     } catch (error) {
       ctx.logger.error(`Taking rate credits for ${line.type} failed: ${errorText(error)}`);
+      // All of them, those set aside for want of a credit too: nothing may
+      // leave the gate for nowhere (a task that ran meanwhile is let go by its claim).
       runner.holdAll(
-        items.map((item) => item.id),
+        gated.items.map((item) => item.id),
         runner.retrySoonMs(),
       );
       back = [];

@@ -167,4 +167,19 @@ describe('LimitBook', () => {
     });
     expect(book.gates('x')).toBe(false);
   });
+
+  it('does not take a task twice: handed over again while its claim runs, that claim accounts for it', () => {
+    const { lines } = linesWith({ t: one });
+    lines.add({ id: '1', type: 't', key: '', dueAtMs: 0 }, 0);
+    const claim = lines.next(0, true)!;
+    expect(claim.items.map((item) => item.id)).toEqual(['1']);
+    // A fired claim hands it over meanwhile: already here, once is enough.
+    expect(lines.add({ id: '1', type: 't', key: '', dueAtMs: 0 }, 0)).toBe('here');
+    // Its claim ran it: it is gone from the gate, not queued again (a second
+    // claim would spend a rate credit on a task already run). One its claim
+    // passed by is the claim runner's to recheck, not the gate's.
+    lines.ended(claim, { kind: 'done' }, [], 0);
+    expect(lines.has('1')).toBe(false);
+    expect(lines.next(0, true)).toBeUndefined();
+  });
 });

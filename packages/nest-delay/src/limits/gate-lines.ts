@@ -133,6 +133,8 @@ export class GateLines {
     task: { id: TaskId; type: string; key: string; dueAtMs: number },
     nowMs: number,
   ): 'added' | 'here' | 'shed' {
+    // In a line, or in a claim of the gate: that claim accounts for it (what
+    // it passes by is rechecked by the claim runner, and held again if pending).
     if (this.waitingIds.has(task.id)) return 'here';
     if (this.count >= this.config.capacity) return 'shed';
     this.waitingIds.add(task.id);
@@ -283,6 +285,11 @@ export class GateLines {
     for (const line of this.lines.values())
       if (line.waiting.length > 0 && line.blocked !== null) atMs = Math.min(atMs, line.readyAtMs);
     return atMs;
+  }
+
+  /** Waiting in a line or in a claim of the gate. */
+  has(id: TaskId): boolean {
+    return this.waitingIds.has(id);
   }
 
   clear(): void {

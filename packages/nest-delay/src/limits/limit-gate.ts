@@ -44,6 +44,7 @@ export class LimitGate implements LifecycleService {
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
   private looking = false;
+  private readingBook = 0;
   /** When the book was last read (-Infinity: never). */
   private readAtMs = -Infinity;
   /** Types with tasks shed, and how far a refill has read them back (null: from the first). */
@@ -99,6 +100,11 @@ export class LimitGate implements LifecycleService {
     this.shed.clear();
   }
 
+  /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
+  accounts(id: TaskId, type: string): boolean {
+    return this.lines.has(id) || this.shed.has(type);
+  }
+
   /** Tasks waiting here, by type. */
   waitingByType(): Map<string, number> {
     return this.lines.waitingByType();
@@ -116,6 +122,14 @@ export class LimitGate implements LifecycleService {
   /** Tasks that may start now: the dispatcher counts them with its queue for back-pressure. */
   get readySize(): number {
     return this.lines.readySize(this.ctx.clock.now());
+  }
+
+  /**
+   * A read of its own under way (the limits, the seats, shed tasks): what it
+   * finds may make a line ready, so a test's settle waits for it.
+   */
+  get busy(): boolean {
+    return this.looking || this.refilling || this.readingBook > 0;
   }
 
   /** Something could start now (the dispatcher's settle and pump ask). */
@@ -235,7 +249,12 @@ export class LimitGate implements LifecycleService {
     // Nothing waits: the claims read the table themselves, and the first task to come reads it again.
     if (this.stopped || (!force && this.lines.size === 0 && this.shed.size === 0)) return;
     this.readAtMs = this.ctx.clock.now();
-    this.book.replace(await readTypeLimits(this.ctx.db.pool));
+    this.readingBook++;
+    try {
+      this.book.replace(await readTypeLimits(this.ctx.db.pool));
+    } finally {
+      this.readingBook--;
+    }
     this.releaseUngated();
     this.refill();
     this.wake();

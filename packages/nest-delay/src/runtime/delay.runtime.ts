@@ -25,6 +25,7 @@ import { SchedulePlanner } from '../schedules/schedule-planner.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { TaskWheel } from '../firing/task-wheel.js';
 import { WindowLoader } from '../lease/window-loader.js';
+import { StrandedSweep } from '../lease/stranded-sweep.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
 import { shutdownHooksMissing } from './shutdown-hooks.js';
@@ -53,6 +54,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly dispatcher: Dispatcher;
   readonly backlog: BacklogDrainer;
   readonly loader: WindowLoader;
+  /** The safety net for tasks leased here and held nowhere (run in the loader's rounds). */
+  readonly sweep: StrandedSweep;
   readonly lease: InstanceLease;
   readonly pruner: Pruner;
   readonly planner: SchedulePlanner;
@@ -83,7 +86,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.wheel = new TaskWheel(this.ctx, (ids) => this.dispatcher.enqueue(ids));
     this.dispatcher = new Dispatcher(this.ctx, registry, this.wheel);
     this.backlog = new BacklogDrainer(this.ctx, this.dispatcher);
-    this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog);
+    this.sweep = new StrandedSweep(this.ctx, this.wheel, this.dispatcher);
+    this.loader = new WindowLoader(this.ctx, this.wheel, this.backlog, this.sweep);
     this.lease = new InstanceLease(this.ctx, this.backlog, this.loader);
     this.pruner = new Pruner(this.ctx);
     this.planner = new SchedulePlanner(this.ctx, registry, schedules, this.loader);
@@ -97,8 +101,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.ctx.db.guardConnections();
     await this.reportClock();
     this.ctx.policy.setRunning(true);
-    // Only an observer needs to hear of callers' commits.
-    if (this.ctx.options.observer) this.ctx.afterCommit.attach();
+    // Callers' commits: an observer hears of their writes then, and a task
+    // they scheduled due at once is held again then (DelayService.holdOnCommit).
+    // One WeakMap look-up per transaction of the DataSource.
+    this.ctx.afterCommit.attach();
     this.state = 'running';
     try {
       await this.lease.start();
@@ -176,6 +182,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
         !this.loader.busy &&
         !this.backlog.busy &&
         !this.planner.busy &&
+        !this.dispatcher.gate.busy &&
         this.dispatcher.idle
       )
         return;

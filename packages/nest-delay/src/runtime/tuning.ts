@@ -41,6 +41,15 @@ export const FAILED_CLAIM_RETRY_MIN_MS = 1000;
 export const FORGET_STOPPED_TRIES = 10;
 export const FORGET_STOPPED_INTERVAL_MS = 100;
 
+/**
+ * The safety net (lease/stranded-sweep.ts) looks at this instance's tasks
+ * due longer ago than this: every task on its way (fired, queued, claimed,
+ * waiting for a limit) is in memory well within it.
+ */
+export const STRANDED_MARGIN_MS = 1000;
+/** Tasks the safety net reads per round; a longer overdue list is read over several rounds. */
+export const STRANDED_PAGE = 1000;
+
 /** Rows one prune statement deletes: few locks, kept for a few milliseconds. */
 export const PRUNE_BATCH = 1000;
 

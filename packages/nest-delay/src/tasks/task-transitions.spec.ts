@@ -126,7 +126,7 @@ describe('task transitions', () => {
   });
 
   it('a charge of several cut-off attempts at once retries while they leave an attempt, else exhausts', () => {
-    // Two dead notes found at once: 2 + 2 of 5 leaves one; 2 + 3 leaves none.
+    // Two orphaned notes found at once: 2 + 2 of 5 leaves one; 2 + 3 leaves none.
     const row = { ...claimed(2, 5), executed_at: null };
     expect(charge(row, 2, 'cut off', now + MINUTE, now, running())).toMatchObject({
       transition: 'retry',

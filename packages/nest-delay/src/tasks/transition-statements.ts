@@ -58,8 +58,8 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
  * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
  * the attempt note this charge accounts for, deleted in the same statement
  * if the charge applied (a claim cut off after a handler's timeout; kept
- * otherwise, a dead note that the task's next claim charges); notes found
- * dead by a claim are trimmed by takeDeadNotes instead. Returns whether it
+ * otherwise, an orphaned note that the task's next claim charges); notes found
+ * orphaned by a claim are trimmed by takeOrphanedNotes instead. Returns whether it
  * was charged.
  */
 export function writeCharge(

@@ -10,7 +10,7 @@ export interface BatchResult {
   /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
   gated: GatedRow[];
   /** Why a gate's claim stopped short: its type paused, its seats held elsewhere, no credit for a rate. */
-  held: LineRefusal | null;
+  refused: LineRefusal | null;
   /** A gate's claim: tasks it did not try (it stopped short, or ran its time): back to their line. */
   left: TaskId[];
   /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
@@ -22,11 +22,11 @@ export interface BatchResult {
 }
 
 /** One claim's parameters beyond its ids. */
-export interface ClaimPlan {
+export interface ClaimParams {
   nowMs: number;
   /** Its attempt note, committed before the claim began; the claim deletes it. */
   noteId: string;
-  /** A claim of one task that may only run alone: the only kind that charges dead notes. */
+  /** A claim of one task that may only run alone: the only kind that charges orphaned notes. */
   alone: boolean;
   /** Limited types, in a claim of fired tasks: handed to the gate. */
   gating: ClaimGating;

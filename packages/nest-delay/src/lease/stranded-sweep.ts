@@ -1,0 +1,65 @@
+import { findPendingByIds } from '../claim/claim-statements.js';
+import type { Dispatcher } from '../claim/dispatcher.js';
+import type { TaskWheel } from '../firing/task-wheel.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import { STRANDED_MARGIN_MS, STRANDED_PAGE } from '../runtime/tuning.js';
+import type { TaskId } from '../task.types.js';
+import type { DueRow } from '../tasks/task-row.js';
+import { findLeasedOverdue } from './lease-statements.js';
+
+/**
+ * The safety net (River's rescuer, Oban's stager): a task leased to this
+ * instance is in no loader's reach, so if a fault in the engine let it out
+ * of the wheel, the claim queue, the claims in flight and the limit gate
+ * while still pending, nothing would run it before a restart or a takeover.
+ * Once a loader round (each heartbeat, never at the same time as a lease
+ * of the loader's) it reads a page of this instance's pending tasks due
+ * more than STRANDED_MARGIN_MS ago, by the leases' index, and holds again
+ * those held nowhere here: a warning names them, `stats().rescued` counts
+ * them. Holding a task twice is safe (the claim decides), so a race with a
+ * claim ending costs one claim that finds nothing, never a second run.
+ */
+export class StrandedSweep {
+  /** Tasks found held nowhere and held again, since start. */
+  rescued = 0;
+  /** Where the next page starts (null: from the first): a long overdue list is read over several rounds. */
+  private after: DueRow | null = null;
+
+  constructor(
+    private readonly ctx: DelayContext,
+    private readonly wheel: TaskWheel,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  async run(): Promise<void> {
+    const { ctx } = this;
+    const { pool } = ctx.db;
+    const nowMs = ctx.clock.now();
+    const rows = await findLeasedOverdue(
+      pool,
+      ctx.options.instanceId,
+      new Date(nowMs - STRANDED_MARGIN_MS),
+      this.after,
+      STRANDED_PAGE,
+    );
+    this.after = rows.length < STRANDED_PAGE ? null : rows[rows.length - 1];
+    const typeOf = new Map(rows.map((row) => [row.id, row.type]));
+    const unheld = rows.filter((row) => !this.accounted(row.id, row.type)).map((row) => row.id);
+    if (unheld.length === 0) return;
+    // Looked at again by id: a claim may have ended (and run it) since the page was read.
+    const stranded = (await findPendingByIds(pool, unheld))
+      .filter((row) => ctx.policy.holds(row.locked_by))
+      .filter((row) => !this.accounted(row.id, typeOf.get(row.id)!));
+    if (stranded.length === 0) return;
+    this.rescued += stranded.length;
+    const ids = stranded.map((row) => row.id);
+    ctx.logger.warn(
+      `Found ${ids.length} pending task(s) leased to this instance, due more than ${STRANDED_MARGIN_MS} ms ago and held nowhere in it; holding them again (an engine fault: please report it): ${ids.join(', ')}`,
+    );
+    for (const id of ids) this.wheel.hold(id, ctx.clock.now());
+  }
+
+  private accounted(id: TaskId, type: string): boolean {
+    return this.wheel.has(id) || this.dispatcher.accounts(id, type);
+  }
+}
