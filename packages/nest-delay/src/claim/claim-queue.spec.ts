@@ -36,19 +36,24 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 );
 
 describe('ClaimQueue', () => {
-  it('hands out ids in the order they fired, each once, never one whose claim is under way', () => {
+  it('hands out ids in the order they fired, each once, never one whose claim is under way; one fired again meanwhile comes after that claim', () => {
     fc.assert(
       fc.property(fc.array(command, { maxLength: 80 }), (commands) => {
         const queue = new ClaimQueue();
         // The model: ids waiting in order, and batches whose claims are under way.
         const waiting: string[] = [];
         const claims: string[][] = [];
+        // Fired again while in a claim: queued once that claim ends.
+        const again = new Set<string>();
         const inClaim = () => new Set(claims.flat());
         for (const c of commands) {
           if (c.kind === 'add') {
             queue.add(c.ids);
-            for (const id of c.ids)
-              if (!waiting.includes(id) && !inClaim().has(id)) waiting.push(id);
+            for (const id of c.ids) {
+              if (waiting.includes(id)) continue;
+              if (inClaim().has(id)) again.add(id);
+              else waiting.push(id);
+            }
           } else if (c.kind === 'take') {
             const batch = queue.takeBatch(c.batchSize, c.workers);
             expect(batch).toEqual(waiting.slice(0, batch.length));
@@ -60,6 +65,8 @@ describe('ClaimQueue', () => {
             if (claims.length === 0) continue;
             const [ended] = claims.splice(c.pick % claims.length, 1);
             queue.claimEnded(ended);
+            for (const id of ended)
+              if (again.delete(id) && !waiting.includes(id)) waiting.push(id);
           } else {
             queue.idle();
           }
