@@ -4,13 +4,7 @@ import { dirname, join, normalize } from 'node:path';
 import { describeWithServer } from '../support/test-database.js';
 import { serverDatabase } from './server-database.js';
 import { PROBE_APP_DEPS, probeAppSources } from './probe-app.js';
-import {
-  anchorsOf,
-  captionedFiles,
-  installLines,
-  relativeLinks,
-  withinRange,
-} from './readme-setup.js';
+import { anchorsOf, relativeLinks } from './readme-setup.js';
 import {
   cleanUp,
   expectOk,

@@ -177,7 +177,12 @@ export class DelayTester {
       // From after now: the reset itself runs nothing; the test's first move does.
       for (const { spec, recurrence } of this.declared.all()) {
         const first = recurrence.next(nowMs);
-        await upsertSchedule(db, spec, first === undefined ? null : new Date(first), new Date(nowMs));
+        await upsertSchedule(
+          db,
+          spec,
+          first === undefined ? null : new Date(first),
+          new Date(nowMs),
+        );
       }
     } finally {
       await this.runtime.wheel.start();

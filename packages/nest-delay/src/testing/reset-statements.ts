@@ -9,10 +9,7 @@ import type { Sql } from '../store/sql.js';
  * statement fail instead of being emptied with it.
  */
 export async function deleteEngineState(sql: Sql, instanceId: string): Promise<void> {
-  await sql.rows(
-    `TRUNCATE delayed_task, delay_attempt, delay_schedule, delay_schedule_missed`,
-    [],
-  );
+  await sql.rows(`TRUNCATE delayed_task, delay_attempt, delay_schedule, delay_schedule_missed`, []);
   await sql.rows(`DELETE FROM delay_schedule_declaration WHERE instance_id <> $1`, [instanceId]);
   await sql.rows(`DELETE FROM delay_instance WHERE id <> $1`, [instanceId]);
 }
