@@ -10,12 +10,11 @@ import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
 import { nextScheduleEvent } from '../schedules/recurring-statements.js';
 import { DelaySchedules } from '../schedules/delay-schedules.service.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
-import { upsertSchedule } from '../schedules/schedule-statements.js';
 import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
 import { ManualClock } from './manual-clock.js';
-import { deleteEngineState } from './reset-statements.js';
+import { resetEngine } from './engine-reset.js';
 
 /** What ran during an `advance` or `runDue`, in this instance. */
 export interface RunReport extends TypeCounts {
@@ -155,8 +154,8 @@ export class DelayTester {
    * planned occurrences), attempt note and schedule in the module's tables on
    * its database, and what this instance holds in memory, then writes the
    * app's @RecurringTask schedules again, their first occurrence after the
-   * clock's now. Schedules added
-   * at run time are gone; limits set at run time stay (DelayLimits.reset).
+   * clock's now. Schedules added at run time are gone; limits set at run
+   * time stay (DelayLimits.reset).
    * For a test's own database only: it refuses unless the app runs on a
    * ManualClock (useManualClock), and is meant for a beforeEach, when
    * nothing runs.
@@ -168,25 +167,7 @@ export class DelayTester {
           'built with useManualClock(builder), the mark of a test. This app runs on another clock.',
       );
     }
-    const { db, options } = this.runtime.ctx;
-    // The wheel's stop empties it, so nothing held fires a task that is gone.
-    await this.runtime.wheel.stop();
-    try {
-      await db.transaction((sql) => deleteEngineState(sql, options.instanceId));
-      const nowMs = this.anyClock.now();
-      // From after now: the reset itself runs nothing; the test's first move does.
-      for (const { spec, recurrence } of this.declared.all()) {
-        const first = recurrence.next(nowMs);
-        await upsertSchedule(
-          db,
-          spec,
-          first === undefined ? null : new Date(first),
-          new Date(nowMs),
-        );
-      }
-    } finally {
-      await this.runtime.wheel.start();
-    }
+    await resetEngine(this.runtime, this.declared.all(), this.anyClock.now());
     await this.runtime.settle();
   }
 
