@@ -19,7 +19,7 @@ esac
 
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-if ! (cd "$dir" && npm pack --silent "$package@$version" >/dev/null); then
+if ! (cd "$dir" && npm pack --loglevel=error "$package@$version" >/dev/null); then
   echo "second Node run: could not download $package@$version from the npm registry ($(npm config get registry)); CI needs it to test on Node $version" >&2
   exit 1
 fi
