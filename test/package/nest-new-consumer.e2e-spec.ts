@@ -68,7 +68,7 @@ function runApp(
         posted = true;
         const base = `http://127.0.0.1:${env.PORT}/orders`;
         for (const url of [`${base}/o-1?closeAfter=1s`, `${base}/o-2?closeAfter=soon`]) {
-          const response = await fetch(url, { method: 'POST' });
+          const response = await postOnceListening(url, () => child.exitCode === null);
           answers.push(`${response.status} ${await response.text()}`);
         }
       }
@@ -81,6 +81,24 @@ function runApp(
       resolve({ exit: signal ?? `code ${code}`, output, answers });
     });
   });
+}
+
+/**
+ * Nest logs "successfully started" from init(), before listen() has bound
+ * the port: a POST sent on that line can be refused (it was, on a loaded CI
+ * machine). Refused connections are tried again while the app runs (its
+ * hang timeout ends one that never binds the port).
+ */
+async function postOnceListening(url: string, running: () => boolean): Promise<Response> {
+  for (;;) {
+    try {
+      return await fetch(url, { method: 'POST' });
+    } catch (error) {
+      const code = (error as { cause?: { code?: string } }).cause?.code;
+      if (code !== 'ECONNREFUSED' || !running()) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
 }
 
 describeWithServer('a `nest new` app (Vitest) following the package README', () => {
