@@ -9,6 +9,13 @@ export class TaskView {
   @ApiProperty({ example: '42' }) id!: string;
   @ApiProperty({ example: 'order.close-unpaid' }) type!: string;
   @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The business object it belongs to',
+    example: 'order:42',
+  })
+  entity!: string | null;
   @ApiProperty({ description: 'JSON', nullable: true }) payload!: unknown;
   @ApiProperty() dueAt!: Date;
   @ApiProperty({ enum: ['pending', 'executed', 'cancelled', 'dead'] }) state!: string;

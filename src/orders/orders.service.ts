@@ -19,6 +19,7 @@ import {
   autoReviewKey,
   CLOSE_UNPAID_TASK,
   closeUnpaidKey,
+  orderEntity,
   type OrderTaskPayload,
 } from './order-tasks.js';
 import * as rules from './order-transitions.js';
@@ -212,7 +213,7 @@ export class OrdersService {
     runAt: Date,
   ) {
     return this.delay.schedule<OrderTaskPayload>(
-      { type, key, payload: { orderId }, runAt },
+      { type, key, entity: orderEntity(orderId), payload: { orderId }, runAt },
       { manager },
     );
   }

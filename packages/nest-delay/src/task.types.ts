@@ -22,6 +22,8 @@ export interface DelayedTask<P = JsonValue> {
   id: TaskId;
   type: string;
   key: string | null;
+  /** The business object it belongs to (`order:42`), or null: see ScheduleRequest.entity. */
+  entity: string | null;
   payload: P;
   dueAt: Date;
   state: TaskState;
@@ -46,6 +48,12 @@ export interface ScheduleRequest<P = JsonValue> {
   runAt?: Date | string | number;
   /** A business key such as `order:42:auto-review`; at most one pending task per key. */
   key?: string;
+  /**
+   * The business object the task belongs to, such as `order:42` (1 to 500
+   * characters): every task of one entity can be cancelled or moved at once
+   * (DelayService.cancelEntity, rescheduleEntity) without knowing their keys.
+   */
+  entity?: string;
   /** With a key that is already pending: keep that task (default) or move it to this request. */
   ifExists?: 'keep' | 'replace';
   /** Default: the handler's `maxAttempts`, else the module's `retry.maxAttempts`. */

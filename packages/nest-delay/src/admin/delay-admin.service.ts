@@ -202,6 +202,7 @@ function checkFilter(filter: TaskListFilter): void {
   checkText(filter.type, 'type', 200);
   checkText(filter.key, 'key', 500);
   checkText(filter.keyPrefix, 'keyPrefix', 500);
+  checkText(filter.entity, 'entity', 500);
 }
 
 /** As the table's CHECKs allow (type up to 200 characters, key up to 500). */

@@ -198,7 +198,7 @@ export async function claimTasks(
        UPDATE delayed_task t
        SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
-       RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
+       RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
@@ -267,6 +267,7 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     id: row.id,
     type: row.type,
     key: row.key,
+    entity: row.entity,
     payload: row.payload,
     trace_context: row.trace_context,
     due_at: toDate(row.due_at),

@@ -8,6 +8,7 @@ import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContex
 import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
 import { DelayLimits1764600000000 } from './1764600000000-DelayLimits.js';
 import { DelayScheduleOwnership1764720000000 } from './1764720000000-DelayScheduleOwnership.js';
+import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -28,4 +29,5 @@ export const delayMigrations = [
   DelaySchedules1764500000000,
   DelayLimits1764600000000,
   DelayScheduleOwnership1764720000000,
+  DelayTaskEntity1764800000000,
 ];

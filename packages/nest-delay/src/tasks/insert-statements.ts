@@ -22,8 +22,8 @@ export async function insertUnkeyedTask(
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId> {
   const [row] = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
-     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb)
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb, $8)
      RETURNING id`,
     [
       req.type,
@@ -33,6 +33,7 @@ export async function insertUnkeyedTask(
       lockedBy,
       now,
       traceContext,
+      req.entity,
     ],
   );
   return row.id;
@@ -49,6 +50,7 @@ export function newTaskRow(
     id,
     type: req.type,
     key: null,
+    entity: req.entity,
     // Parsed from the JSON sent, so the caller gets a copy, as from the database.
     payload: JSON.parse(req.payloadJson),
     due_at: new Date(req.dueAtMs),
@@ -98,12 +100,12 @@ export function insertTasks(
 ): Promise<BulkRow[]> {
   return sql.rows<BulkRow>(
     `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])
-         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, n)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $10::text[])
+         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, entity, n)
      ), inserted AS (
-       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
        SELECT type, key, payload::jsonb, due_at, max_attempts,
-              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb
+              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb, entity
        FROM input ORDER BY n
        ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
        RETURNING id, key, due_at, locked_by
@@ -126,6 +128,7 @@ export function insertTasks(
       now,
       horizon,
       traceContext,
+      reqs.map((r) => r.entity),
     ],
   );
 }
@@ -139,7 +142,7 @@ export function insertTasks(
  * What the client spends per row is most of what this costs beside the
  * database's own work, so the encoding is chosen for it: due times travel as
  * epoch milliseconds (a number, where a Date is formatted field by field),
- * and a type or maxAttempts that every request shares travels once (an array
+ * and a type, maxAttempts or entity that every request shares travels once (an array
  * of one, read for every row) instead of once per row.
  */
 export async function insertUnkeyedTasks(
@@ -151,10 +154,11 @@ export async function insertUnkeyedTasks(
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId[]> {
   const rows = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
             ($4::int[])[least(n, cardinality($4::int[]))],
-            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb
+            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb,
+            ($9::text[])[least(n, cardinality($9::text[]))]
      FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
           LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
      ORDER BY n
@@ -169,6 +173,7 @@ export async function insertUnkeyedTasks(
       now,
       horizon,
       traceContext,
+      shared(reqs, (r) => r.entity),
     ],
   );
   return rows.map((row) => row.id).sort(compareIds);

@@ -6,6 +6,7 @@ import type { ScheduleRequest } from '../task.types.js';
 export interface NormalizedRequest {
   type: string;
   key: string | null;
+  entity: string | null;
   payloadJson: string;
   dueAtMs: number;
   maxAttempts: number;
@@ -96,7 +97,7 @@ export function normalizeScheduleRequest(
   if (request === null || typeof request !== 'object') {
     throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
   }
-  const { type, key, ifExists = 'keep' } = request;
+  const { type, key, entity, ifExists = 'keep' } = request;
   if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
     throw new DelayValidationError(
       'type',
@@ -109,6 +110,7 @@ export function normalizeScheduleRequest(
       `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
     );
   }
+  checkEntity(entity, 'entity');
   if (ifExists !== 'keep' && ifExists !== 'replace') {
     throw new DelayValidationError(
       'ifExists',
@@ -127,9 +129,26 @@ export function normalizeScheduleRequest(
   return {
     type,
     key: key ?? null,
+    entity: entity ?? null,
     payloadJson: JSON.stringify(payload),
     dueAtMs: dueAtOf(request, nowMs),
     maxAttempts,
     ifExists,
   };
+}
+
+/**
+ * An entity names the business object a task belongs to: a string of 1 to
+ * 500 characters, as a key (the table's CHECK says the same), conventionally
+ * `kind:id` such as `order:42`. Undefined is "none"; anything else is an error
+ * naming `field`.
+ */
+export function checkEntity(entity: unknown, field: string): void {
+  if (entity === undefined) return;
+  if (typeof entity !== 'string' || entity.length < 1 || entity.length > 500) {
+    throw new DelayValidationError(
+      field,
+      `must be a string of 1 to 500 characters naming the task's business object, such as 'order:42'; got ${JSON.stringify(entity) ?? String(entity)}`,
+    );
+  }
 }

@@ -32,6 +32,7 @@ function claimed(attempts: number, maxAttempts = 3): TaskRow {
     id: '7',
     type: 'order.close',
     key: null,
+    entity: null,
     payload: null,
     due_at: at,
     executed_at: at,

@@ -199,7 +199,7 @@ export function noteChargeReason(attempt: number, instanceId: string): string {
 /**
  * A keyed `schedule` with `ifExists: 'replace'` found a pending task holding
  * its key: the task becomes the request (type, payload, due time, max
- * attempts, trace context), its attempts start over and its last error goes.
+ * attempts, trace context, entity), its attempts start over and its last error goes.
  * Leased as a new task of that due time would be, so the one statement that
  * inserts or replaces (insertTask) writes one lease either way.
  */

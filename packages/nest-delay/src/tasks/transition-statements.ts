@@ -205,10 +205,10 @@ export async function insertTask(
       : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
-         trace_context = EXCLUDED.trace_context`;
+         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`;
   const [row] = await sql.rows<InsertedRow>(
-    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
+    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${set}
      RETURNING *, (xmax = 0) AS inserted`,
     [
@@ -220,6 +220,7 @@ export async function insertTask(
       lockedBy,
       now,
       traceContext,
+      req.entity,
     ],
   );
   return row;
