@@ -148,3 +148,21 @@ export function toWheelView(snapshot: WheelSnapshot): WheelView {
     })),
   };
 }
+
+export class EntityActionView {
+  @ApiProperty({ example: 'order:42' }) entity!: string;
+  @ApiProperty({ type: [String], description: 'The tasks changed, in id order' }) ids!: string[];
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'number' },
+    description: 'How many tasks changed, per type',
+    example: { 'order.auto-review': 1 },
+  })
+  byType!: Record<string, number>;
+  @ApiProperty({
+    type: [TaskView],
+    description:
+      'The tasks as changed. A task that was running is waited for, and listed only if its attempt left it pending',
+  })
+  tasks!: DelayedTask[];
+}

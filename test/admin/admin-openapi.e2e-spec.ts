@@ -16,6 +16,8 @@ describe('the admin API in the OpenAPI document', () => {
     const admin = Object.entries(doc.paths).filter(([path]) => path.startsWith('/admin/api'));
     expect(admin.map(([path]) => path).sort()).toEqual([
       '/admin/api/counts',
+      '/admin/api/entities/{entity}/cancel',
+      '/admin/api/entities/{entity}/reschedule',
       '/admin/api/instances',
       '/admin/api/schedules',
       '/admin/api/schedules/{name}/pause',

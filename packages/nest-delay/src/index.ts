@@ -46,6 +46,9 @@ export type {
   TaskRef,
   TaskState,
   TransactionOptions,
+  EntityActionOptions,
+  EntityActionResult,
+  EntityMoveRequest,
 } from './task.types.js';
 export { DelayValidationError } from './errors/delay-validation.error.js';
 export { DuplicateHandlerError } from './errors/duplicate-handler.error.js';

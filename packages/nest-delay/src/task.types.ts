@@ -71,6 +71,29 @@ export interface TransactionOptions {
   manager?: EntityManager;
 }
 
+/** Which of an entity's tasks an entity action takes, and in whose transaction. */
+export interface EntityActionOptions extends TransactionOptions {
+  /** Only the tasks of these types; default: every type. */
+  types?: string[];
+}
+
+/** How an entity's tasks move: each later by a duration from its own due time, or all to one time. */
+export type EntityMoveRequest = { by: Duration } | { to: Date | string | number };
+
+/**
+ * What an entity action changed: the tasks that were pending and are now
+ * cancelled (or moved), in id order, and how many of each type. A task that
+ * was running when the action came waits for its attempt to end first; it is
+ * listed only if that attempt left it pending (a retry or a snooze), not if
+ * it completed or was dead-lettered.
+ */
+export interface EntityActionResult {
+  entity: string;
+  ids: TaskId[];
+  byType: Record<string, number>;
+  tasks: DelayedTask[];
+}
+
 /** When to run a task again: in a duration from now, or at a time. */
 export type RunAt = { delay: Duration } | { runAt: Date | string | number };
 

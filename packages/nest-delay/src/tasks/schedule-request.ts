@@ -151,4 +151,11 @@ export function checkEntity(entity: unknown, field: string): void {
       `must be a string of 1 to 500 characters naming the task's business object, such as 'order:42'; got ${JSON.stringify(entity) ?? String(entity)}`,
     );
   }
+  // Postgres text refuses NUL: a clear error here rather than the driver's.
+  if (entity.includes('\0')) {
+    throw new DelayValidationError(
+      field,
+      `must not contain NUL characters; got ${JSON.stringify(entity)}`,
+    );
+  }
 }

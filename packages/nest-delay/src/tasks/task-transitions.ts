@@ -274,6 +274,56 @@ export function revive(
   };
 }
 
+// ---------------------------------------------------------------- an entity's tasks
+
+/**
+ * **cancel-entity**: every pending task of an entity (of the given types, if
+ * any) stops being pending and leaves every wheel, in one statement that
+ * locks them in id order and waits for a lock a claim holds: a task running
+ * now finishes first, and is cancelled only if it is pending again after
+ * (a retry or a snooze); a task that completed is not counted.
+ */
+export interface CancelEntityAction {
+  readonly transition: 'cancel-entity';
+  readonly lockedBy: null;
+}
+
+export function cancelEntity(): CancelEntityAction {
+  return { transition: 'cancel-entity', lockedBy: null };
+}
+
+/**
+ * **reschedule-entity**: every pending task of an entity (of the given types)
+ * moves: by `byMs` from its own due time, or to `toMs`. Each is leased here
+ * when its new due time falls before `horizonMs` and `lockedBy` is this
+ * instance (as a bulk insert leases its rows: the statement compares each
+ * row's time), else left unleased for a loader; in a caller's transaction,
+ * never leased (see WindowPolicy.leaseOnWrite).
+ */
+export interface RescheduleEntityAction {
+  readonly transition: 'reschedule-entity';
+  readonly byMs: number | null;
+  readonly toMs: number | null;
+  readonly lockedBy: string | null;
+  readonly horizonMs: number;
+}
+
+export function rescheduleEntity(
+  move: { byMs?: number; toMs?: number },
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): RescheduleEntityAction {
+  return {
+    transition: 'reschedule-entity',
+    byMs: move.byMs ?? null,
+    toMs: move.toMs ?? null,
+    // Whoever holds a task due now holds any task due within the window.
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    horizonMs: policy.horizonMs(nowMs),
+  };
+}
+
 // ---------------------------------------------------------------- a schedule's occurrences
 
 /**
