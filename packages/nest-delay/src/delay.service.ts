@@ -31,6 +31,7 @@ import { stateOf, toTask } from './tasks/task-row.js';
 import {
   cancel,
   cancelEntity,
+  debounce,
   leaseFor,
   replace,
   reschedule,
@@ -75,7 +76,9 @@ export class DelayService {
   /**
    * One task. With a `key` that a pending task already holds, `ifExists`
    * decides: `keep` (default) returns that task unchanged, `replace` moves it
-   * to this request. Either way one statement, whatever races it.
+   * to this request, `debounce` moves it to this request but never later
+   * than `maxWait` after its first request. Each one statement, whatever
+   * races it (several instances included): one pending task per key.
    */
   async schedule<P = JsonValue>(
     request: ScheduleRequest<P>,
@@ -102,9 +105,7 @@ export class DelayService {
             sql,
             req,
             lockedBy,
-            req.ifExists === 'replace'
-              ? replace(req.dueAtMs, nowMs, this.policy, inCaller)
-              : 'keep',
+            this.onKey(req, nowMs, inCaller),
             now,
             traceContext,
           );
@@ -127,11 +128,11 @@ export class DelayService {
   ): Promise<BulkScheduleResult[]> {
     if (!Array.isArray(requests)) throw new DelayValidationError('requests', 'must be an array');
     const reqs = requests.map((request, i) => this.normalize(request, `requests[${i}].`));
-    const replacing = reqs.findIndex((req) => req.ifExists === 'replace');
+    const replacing = reqs.findIndex((req) => req.ifExists !== 'keep');
     if (replacing !== -1) {
       throw new DelayValidationError(
         `requests[${replacing}].ifExists`,
-        "'replace' is not supported by scheduleMany, whose duplicates keep their task; use schedule",
+        `'${reqs[replacing].ifExists}' is not supported by scheduleMany, whose duplicates keep their task; use schedule`,
       );
     }
     if (reqs.length === 0) return [];
@@ -375,6 +376,18 @@ export class DelayService {
         expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
       },
     };
+  }
+
+  /** What a keyed schedule does to the pending task already holding its key. */
+  private onKey(req: NormalizedRequest, nowMs: number, inCaller: boolean) {
+    switch (req.ifExists) {
+      case 'keep':
+        return 'keep';
+      case 'replace':
+        return replace(req.dueAtMs, nowMs, this.policy, inCaller);
+      case 'debounce':
+        return debounce(req.maxWaitMs as number, nowMs, this.policy, inCaller);
+    }
   }
 
   private get db() {

@@ -54,8 +54,19 @@ export interface ScheduleRequest<P = JsonValue> {
    * (DelayService.cancelEntity, rescheduleEntity) without knowing their keys.
    */
   entity?: string;
-  /** With a key that is already pending: keep that task (default) or move it to this request. */
-  ifExists?: 'keep' | 'replace';
+  /**
+   * With a key that is already pending: keep that task (default), move it to
+   * this request (`replace`), or `debounce`: move it to this request but
+   * never later than `maxWait` after the pending task was first scheduled
+   * (a trailing debounce with a maximum wait; one task runs).
+   */
+  ifExists?: 'keep' | 'replace' | 'debounce';
+  /**
+   * With `ifExists: 'debounce'` (and only then): how long after the first
+   * request the task runs at the latest, however often it is pushed back.
+   * Pass the same for every request of a key.
+   */
+  maxWait?: Duration;
   /** Default: the handler's `maxAttempts`, else the module's `retry.maxAttempts`. */
   maxAttempts?: number;
 }

@@ -10,7 +10,9 @@ export interface NormalizedRequest {
   payloadJson: string;
   dueAtMs: number;
   maxAttempts: number;
-  ifExists: 'keep' | 'replace';
+  ifExists: 'keep' | 'replace' | 'debounce';
+  /** With `debounce`: the longest a key's task waits after its first request; else null. */
+  maxWaitMs: number | null;
 }
 
 const MAX_JSON_DEPTH = 100;
@@ -97,7 +99,7 @@ export function normalizeScheduleRequest(
   if (request === null || typeof request !== 'object') {
     throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
   }
-  const { type, key, entity, ifExists = 'keep' } = request;
+  const { type, key, entity, ifExists = 'keep', maxWait } = request;
   if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
     throw new DelayValidationError(
       'type',
@@ -111,12 +113,13 @@ export function normalizeScheduleRequest(
     );
   }
   checkEntity(entity, 'entity');
-  if (ifExists !== 'keep' && ifExists !== 'replace') {
+  if (ifExists !== 'keep' && ifExists !== 'replace' && ifExists !== 'debounce') {
     throw new DelayValidationError(
       'ifExists',
-      `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`,
+      `must be 'keep', 'replace' or 'debounce'; got ${JSON.stringify(ifExists)}`,
     );
   }
+  const maxWaitMs = checkMaxWait(ifExists, maxWait, key);
   const maxAttempts = request.maxAttempts ?? defaultMaxAttempts(type);
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
     throw new DelayValidationError(
@@ -131,9 +134,11 @@ export function normalizeScheduleRequest(
     key: key ?? null,
     entity: entity ?? null,
     payloadJson: JSON.stringify(payload),
-    dueAtMs: dueAtOf(request, nowMs),
+    // A debounced task is due by maxWait at the latest from its first request: this one, if it inserts.
+    dueAtMs: Math.min(dueAtOf(request, nowMs), nowMs + (maxWaitMs ?? Infinity)),
     maxAttempts,
     ifExists,
+    maxWaitMs,
   };
 }
 
@@ -158,4 +163,31 @@ export function checkEntity(entity: unknown, field: string): void {
       `must not contain NUL characters; got ${JSON.stringify(entity)}`,
     );
   }
+}
+
+/** `maxWait` goes with `ifExists: 'debounce'` and a key, both ways; in ms, or null without debounce. */
+function checkMaxWait(ifExists: string, maxWait: unknown, key: unknown): number | null {
+  if (ifExists !== 'debounce') {
+    if (maxWait !== undefined) {
+      throw new DelayValidationError(
+        'maxWait',
+        "is only for ifExists: 'debounce'; leave it out, or debounce the key",
+      );
+    }
+    return null;
+  }
+  if (key === undefined) {
+    throw new DelayValidationError(
+      'key',
+      "is required with ifExists: 'debounce': the key names what is debounced",
+    );
+  }
+  const ms = maxWait === undefined ? undefined : tryParseDuration(maxWait as Duration);
+  if (ms === undefined) {
+    throw new DelayValidationError(
+      'maxWait',
+      `is required with ifExists: 'debounce', a non-negative number of ms or a duration such as '1h'; got ${JSON.stringify(maxWait) ?? String(maxWait)}`,
+    );
+  }
+  return ms;
 }

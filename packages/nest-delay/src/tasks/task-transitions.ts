@@ -224,6 +224,39 @@ export function replace(
   };
 }
 
+/**
+ * **debounce**: a keyed `schedule` with `ifExists: 'debounce'` found a
+ * pending task holding its key: as a replace (the task becomes the request),
+ * but due at the request's time or `maxWaitMs` after the task was created
+ * (its first request), whichever is earlier: pushed back by every request,
+ * never past the maximum wait. The due time is decided in the statement,
+ * from the row's `created_at`, so it holds whatever races it; so is the
+ * lease: here when the new time is before `horizonMs` and `lockedBy` is this
+ * instance, else unleased.
+ */
+export interface DebounceAction {
+  readonly transition: 'debounce';
+  readonly maxWaitMs: number;
+  readonly lockedBy: string | null;
+  readonly horizonMs: number;
+  readonly attempts: 0;
+}
+
+export function debounce(
+  maxWaitMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): DebounceAction {
+  return {
+    transition: 'debounce',
+    maxWaitMs,
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    horizonMs: policy.horizonMs(nowMs),
+    attempts: 0,
+  };
+}
+
 // ---------------------------------------------------------------- the service's actions
 
 /**

@@ -9,6 +9,7 @@ import { REF_MATCH, refParams } from './task-statements.js';
 import type {
   CancelAction,
   Charge,
+  DebounceAction,
   Discard,
   Exhaust,
   Fate,
@@ -182,8 +183,10 @@ function writeSkip(sql: Sql, fate: Skip, now: Date): Promise<unknown> {
 /**
  * One keyed task in one statement, whatever its key finds: a new task, or,
  * when a pending task already holds the key, `keep` (touches nothing: the
- * no-op SET only makes Postgres return and lock the row) or the **replace**
- * transition (`onKey`: the task becomes this request, see `replace`).
+ * no-op SET only makes Postgres return and lock the row), the **replace**
+ * transition (`onKey`: the task becomes this request, see `replace`) or the
+ * **debounce** transition (as replace, its due time capped by its maxWait
+ * from the task's first request, see `debounce`).
  * Postgres decides insert-or-update atomically, so a task that finishes
  * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
  * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
@@ -195,17 +198,24 @@ export async function insertTask(
   sql: Sql,
   req: NormalizedRequest,
   lockedBy: string | null,
-  onKey: ReplaceAction | 'keep',
+  onKey: ReplaceAction | DebounceAction | 'keep',
   now: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<InsertedRow> {
   const set =
     onKey === 'keep'
       ? `key = EXCLUDED.key`
-      : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+      : onKey.transition === 'replace'
+        ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
-         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`;
+         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`
+        : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = ${DEBOUNCED_DUE},
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = CASE WHEN ${DEBOUNCED_DUE} < $11 THEN $10::text END,
+         updated_at = EXCLUDED.updated_at, trace_context = EXCLUDED.trace_context,
+         entity = EXCLUDED.entity`;
+  const debounced = onKey !== 'keep' && onKey.transition === 'debounce';
   const [row] = await sql.rows<InsertedRow>(
     `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
@@ -221,10 +231,18 @@ export async function insertTask(
       now,
       traceContext,
       req.entity,
+      ...(debounced ? [onKey.lockedBy, new Date(onKey.horizonMs), onKey.maxWaitMs] : []),
     ],
   );
   return row;
 }
+
+/**
+ * A debounced task's new due time: the request's (EXCLUDED, already capped
+ * by maxWait from now), but never past maxWait ($12 ms) after the pending
+ * task's first request, its `created_at`, which no update changes.
+ */
+const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::bigint * interval '1 millisecond')`;
 
 // ---------------------------------------------------------------- the service's actions
 
