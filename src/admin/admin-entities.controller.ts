@@ -1,6 +1,7 @@
 import {
   Body,
   Controller,
+  Get,
   Headers,
   HttpCode,
   HttpStatus,
@@ -19,18 +20,24 @@ import {
   ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { DelayService, type EntityActionResult, type EntityMoveRequest } from 'nest-delay';
+import {
+  DelayAdmin,
+  DelayService,
+  type EntityActionResult,
+  type EntityMoveRequest,
+  type EntityTimeline,
+} from 'nest-delay';
 import { AdminActionLog } from './admin-actions.log.js';
 import { AdminAuthGuard } from './admin-auth.guard.js';
 import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
 import { REQUEST_ID_HEADER } from './admin-request.middleware.js';
-import { EntityActionView } from './admin.views.js';
+import { EntityActionView, TimelineView } from './admin.views.js';
 import { CancelEntityDto, RescheduleEntityDto } from './dto/entity-action.dto.js';
 import { EntityPipe } from './dto/entity.pipe.js';
 
 /**
- * Every pending task of one entity (`order:42`) at once: cancel them, or move
- * them. Through DelayService, so the wheels follow; logged with the request
+ * One entity (`order:42`): its timeline, and every pending task of it at
+ * once: cancel them, or move them. Through DelayService, so the wheels follow; logged with the request
  * id. No pending task is an empty result, not a 404: an entity is a name the
  * tasks carry, not a row of its own.
  */
@@ -47,7 +54,21 @@ import { EntityPipe } from './dto/entity.pipe.js';
 export class AdminEntitiesController {
   private readonly log = new AdminActionLog();
 
-  constructor(private readonly delay: DelayService) {}
+  constructor(
+    private readonly delay: DelayService,
+    private readonly admin: DelayAdmin,
+  ) {}
+
+  @Get(':entity/timeline')
+  @ApiOperation({
+    summary:
+      'Everything about one entity: every task it had and has, each step in time order, and what is still due',
+  })
+  @ApiParam({ name: 'entity', example: 'order:42' })
+  @ApiOkResponse({ type: TimelineView })
+  timeline(@Param('entity', EntityPipe) entity: string): Promise<EntityTimeline> {
+    return this.admin.timeline(entity);
+  }
 
   @Post(':entity/cancel')
   @HttpCode(HttpStatus.OK)

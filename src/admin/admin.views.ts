@@ -166,3 +166,64 @@ export class EntityActionView {
   })
   tasks!: DelayedTask[];
 }
+
+export class TimelineEntryView {
+  @ApiProperty() at!: Date;
+  @ApiProperty({ example: '42' }) taskId!: string;
+  @ApiProperty({ example: 'order.close-unpaid' }) type!: string;
+  @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty({
+    enum: [
+      'scheduled',
+      'replaced',
+      'debounced',
+      'started',
+      'retried',
+      'snoozed',
+      'dead',
+      'charged',
+      'cancelled',
+      'rescheduled',
+      'revived',
+      'executed',
+    ],
+  })
+  event!: string;
+  @ApiProperty({ type: Number, nullable: true }) attempt!: number | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The instance that ran the attempt' })
+  instance!: string | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'From the claim to the fate' })
+  durationMs!: number | null;
+  @ApiProperty({ type: Date, nullable: true }) dueAt!: Date | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Error or reason' })
+  detail!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'W3C trace id of the scheduling request',
+  })
+  traceId!: string | null;
+}
+
+export class TimelineDueView {
+  @ApiProperty() taskId!: string;
+  @ApiProperty() type!: string;
+  @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty() dueAt!: Date;
+}
+
+export class TimelineView {
+  @ApiProperty({ example: 'order:42' }) entity!: string;
+  @ApiProperty({ type: [TimelineEntryView], description: 'What happened, in time order' })
+  entries!: TimelineEntryView[];
+  @ApiProperty({ type: [TimelineDueView], description: 'What is still due, by due time' })
+  due!: TimelineDueView[];
+  @ApiProperty({ type: [TaskView] }) tasks!: DelayedTask[];
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Finished tasks and their history are pruned this long after they finished',
+  })
+  finishedForgottenAfterMs!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) deadForgottenAfterMs!: number | null;
+}

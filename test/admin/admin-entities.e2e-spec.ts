@@ -82,3 +82,20 @@ it.each([
 it('needs the admin token', async () => {
   await ctx.t.http().post('/admin/api/entities/order:1/cancel').send({}).expect(401);
 });
+
+it("shows an entity's timeline, and 400 for a bad entity", async () => {
+  const { t } = ctx;
+  const task = await t.delay.schedule({ type: TEST_TYPE, entity: 'order:5', delay: '1m' });
+  await t.tester.advance('1m');
+  const res = await t.get('/admin/api/entities/order:5/timeline').expect(200);
+  expect(res.body.entity).toBe('order:5');
+  expect(
+    res.body.entries.map((e: { taskId: string; event: string }) => [e.taskId, e.event]),
+  ).toEqual([
+    [task.id, 'scheduled'],
+    [task.id, 'started'],
+    [task.id, 'executed'],
+  ]);
+  expect(res.body.due).toEqual([]);
+  await t.get(`/admin/api/entities/${'x'.repeat(501)}/timeline`).expect(400);
+});

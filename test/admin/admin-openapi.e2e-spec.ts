@@ -18,6 +18,7 @@ describe('the admin API in the OpenAPI document', () => {
       '/admin/api/counts',
       '/admin/api/entities/{entity}/cancel',
       '/admin/api/entities/{entity}/reschedule',
+      '/admin/api/entities/{entity}/timeline',
       '/admin/api/instances',
       '/admin/api/schedules',
       '/admin/api/schedules/{name}/pause',

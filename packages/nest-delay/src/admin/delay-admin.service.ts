@@ -24,6 +24,8 @@ import type {
   WheelSnapshot,
 } from './admin.types.js';
 import { TaskCountsCache, type TaskCounts } from './task-counts.js';
+import { buildTimeline, readTimeline, type EntityTimeline } from './entity-timeline.js';
+import { checkEntity } from '../tasks/schedule-request.js';
 import { decodeTaskCursor, encodeTaskCursor } from './task-cursor.js';
 
 /** Rows read per state by `counts` (and tasks counted per instance) unless told otherwise. */
@@ -117,6 +119,20 @@ export class DelayAdmin {
   async retryDead(filter: Omit<TaskListFilter, 'state'>, limit: number): Promise<RetryDeadResult> {
     const { revived, ...rest } = await this.reviveDead(filter, limit);
     return { retried: revived, ...rest };
+  }
+
+  /**
+   * Everything about one entity (`order:42`): every task it had and has, in
+   * time order (scheduled, each attempt with its instance, retries, snoozes,
+   * moves, cancels, dead letters, executed), what is still due, and what
+   * retention forgets. Reads only the entity's rows, through its indexes.
+   */
+  async timeline(entity: string): Promise<EntityTimeline> {
+    checkEntity(entity, 'entity');
+    if (entity === undefined) throw new DelayValidationError('entity', 'is required');
+    const { tasks, events } = await readTimeline(this.db, entity);
+    const { keepFinishedMs, keepDeadMs } = this.runtime.ctx.options;
+    return buildTimeline(entity, tasks, events, { keepFinishedMs, keepDeadMs });
   }
 
   /** Tasks per state and type, at most `cap` rows read per state, shared for `maxAgeMs`. */

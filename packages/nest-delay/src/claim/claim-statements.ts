@@ -5,6 +5,7 @@ import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
 import { withdrawOccurrences } from '../tasks/transition-statements.js';
+import { startedEvents } from '../tasks/task-events.js';
 import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 
 /** A claimed row: the task with `executed_at` set and this attempt counted. */
@@ -127,7 +128,7 @@ export async function claimTasks(
     }
   >(
     `WITH mine AS (
-       DELETE FROM delay_attempt WHERE id = $3
+       DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
      ),
      -- [limits] A gate's claim: the type's pause lock shared first (a pause
      -- being committed holds it exclusively: refused), then the type's row
@@ -206,6 +207,9 @@ export async function claimTasks(
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
+     ), started AS (
+       -- [timeline] a task with an entity records its attempt, by the note's instance.
+       ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
      SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn
      FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL

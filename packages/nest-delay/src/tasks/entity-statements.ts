@@ -2,6 +2,7 @@ import type { Sql } from '../store/sql.js';
 import type { EntityScope } from './entity-request.js';
 import { PENDING, pendingIn } from './pending.js';
 import type { TaskRow } from './task-row.js';
+import { named, recordEvents } from './task-events.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
 /**
@@ -43,6 +44,8 @@ export function cancelEntityTasks(
        UPDATE delayed_task t SET cancelled_at = $3, updated_at = $3, locked_by = $4::text
        FROM target WHERE t.id = target.id AND ${pendingIn('t')}
        RETURNING t.*
+     ), event AS (
+       ${recordEvents('acted', { event: named('cancelled'), at: '$3', detail: `'with its entity'` })}
      )
      SELECT * FROM acted ORDER BY id`,
     [scope.entity, scope.types, now, action.lockedBy],
@@ -71,6 +74,8 @@ export function rescheduleEntityTasks(
            updated_at = $3
        FROM target WHERE t.id = target.id AND ${pendingIn('t')}
        RETURNING t.*
+     ), event AS (
+       ${recordEvents('acted', { event: named('rescheduled'), at: '$3', dueAt: 'due_at', detail: `'with its entity'` })}
      )
      SELECT * FROM acted ORDER BY id`,
     [

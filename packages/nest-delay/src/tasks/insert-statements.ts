@@ -5,6 +5,16 @@ import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import { named, recordEvents, traceIdOf } from './task-events.js';
+
+/** The event of a new task with an entity, for a CTE over rows inserted at `$now`. */
+const scheduledEvent = (rows: string, now: string) =>
+  recordEvents(rows, {
+    event: named('scheduled'),
+    at: now,
+    dueAt: 'due_at',
+    traceId: traceIdOf('trace_context'),
+  });
 
 // Creating tasks. A keyed schedule that may replace a task is insertTask,
 // in transition-statements.ts with the replace transition it may be.
@@ -21,10 +31,15 @@ export async function insertUnkeyedTask(
   now: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId> {
+  const insert = `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb, $8)`;
+  // A task with an entity records its event in the same statement; one without keeps the plain INSERT.
   const [row] = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
-     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb, $8)
-     RETURNING id`,
+    req.entity === null
+      ? `${insert} RETURNING id`
+      : `WITH inserted AS (${insert} RETURNING id, entity, due_at, trace_context),
+         event AS (${scheduledEvent('inserted', '$6')})
+         SELECT id FROM inserted`,
     [
       req.type,
       req.payloadJson,
@@ -108,8 +123,8 @@ export function insertTasks(
               CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb, entity
        FROM input ORDER BY n
        ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
-       RETURNING id, key, due_at, locked_by
-     )
+       RETURNING id, key, due_at, locked_by, entity, trace_context
+     )${reqs.some((r) => r.entity !== null) ? `, event AS (${scheduledEvent('inserted', '$7')})` : ''}
      SELECT i.id, i.key, i.due_at, i.locked_by, f.n::int AS n
      FROM inserted i
      JOIN (SELECT key, min(n) AS n FROM input WHERE key IS NOT NULL GROUP BY key) f ON f.key = i.key
@@ -153,8 +168,9 @@ export async function insertUnkeyedTasks(
   horizon: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId[]> {
+  const withEntity = reqs.some((r) => r.entity !== null);
   const rows = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+    `${withEntity ? 'WITH inserted AS (' : ''}INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
             ($4::int[])[least(n, cardinality($4::int[]))],
             CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb,
@@ -162,7 +178,7 @@ export async function insertUnkeyedTasks(
      FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
           LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
      ORDER BY n
-     RETURNING id`,
+     RETURNING id${withEntity ? `, entity, due_at, trace_context), event AS (${scheduledEvent('inserted', '$6')}) SELECT id FROM inserted` : ''}`,
     [
       shared(reqs, (r) => r.type),
       reqs.map((r) => r.payloadJson),
