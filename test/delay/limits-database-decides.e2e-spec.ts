@@ -36,6 +36,16 @@ class Handlers {
     if (payload.hold) await hold;
   }
 
+  // Each start records its transaction, in it.
+  @DelayedTaskHandler('dd.slow', { limit: { concurrency: 1 } })
+  async slow(payload: { n: number }, context: TaskContext) {
+    await context.manager.query(
+      `INSERT INTO slow_start (payload, tx) VALUES ($1, txid_current()::text)`,
+      [JSON.stringify(payload)],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 600));
+  }
+
   // One seat: its tasks go in one claim, which the first holds open.
   @DelayedTaskHandler('dd.paced', { limit: { concurrency: 1, rate: { starts: 10, per: '1h' } } })
   async paced(payload: { n: number; hold?: boolean }, context: TaskContext) {
@@ -144,12 +154,43 @@ describe('a pause while a gate claim runs', () => {
     await running;
     await app.tester.advance(SECOND);
     expect(starts.filter((s) => s.afterPause)).toEqual([]);
+    // The claim asked before each start whether a pause waited: it stopped
+    // after the one handler running when the pause came, and put back the rest.
+    expect(ofType('dd.seated')).toEqual([0]);
     const limits = app.moduleRef.get(DelayLimits);
-    const ran = ofType('dd.seated').length;
-    expect((await limits.get('dd.seated')).waiting).toBe(5 - ran);
+    expect((await limits.get('dd.seated')).waiting).toBe(4);
     await limits.resume('dd.seated');
     await app.tester.runDue();
     expect(ofType('dd.seated').sort()).toEqual([0, 1, 2, 3, 4]);
+    // Put back as they were: each counted one attempt, the one that ran.
+    const attempts = await app.query<{ attempts: number }>(
+      `SELECT attempts FROM delayed_task WHERE type = 'dd.seated' AND executed_at IS NOT NULL`,
+    );
+    expect(attempts.map((row) => row.attempts)).toEqual([1, 1, 1, 1, 1]);
+  });
+});
+
+describe('a gate claim whose handlers outlast a second', () => {
+  it('starts no next task once it has run a second: the rest start in a claim of their own, each once', async () => {
+    const clock = new ManualClock();
+    const app = await boot('dd-slow', clock, 2);
+    await app.query(`CREATE TABLE slow_start (payload jsonb NOT NULL, tx text NOT NULL)`);
+    const base = clock.now();
+    // One seat: the three wait in one line and go to one claim.
+    for (let n = 0; n < 3; n++)
+      await app.delay.schedule({ type: 'dd.slow', payload: { n }, runAt: base + SECOND });
+    clock.advance(SECOND);
+    await app.tester.runDue();
+    const rows = await app.query<{ n: number; tx: string }>(
+      `SELECT (payload->>'n')::int AS n, tx FROM slow_start ORDER BY n`,
+    );
+    expect(rows.map((row) => row.n)).toEqual([0, 1, 2]);
+    // 0 and 1 took 1.2 s together: 2 did not start in their transaction.
+    expect(rows[2].tx).not.toBe(rows[0].tx);
+    const attempts = await app.query<{ attempts: number }>(
+      `SELECT attempts FROM delayed_task WHERE type = 'dd.slow'`,
+    );
+    expect(attempts.map((row) => row.attempts)).toEqual([1, 1, 1]);
   });
 });
 

@@ -109,15 +109,19 @@ export class ClaimBatch {
       let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & { left?: TaskId[] };
       let fates: Fate[] | Redo;
       if (plan.line) {
-        // A gate's claim: one claim statement before each start (LineClaims), always fenced.
+        // A gate's claim: one claim statement for the line's tasks (LineClaims), always fenced,
+        // asking before each start whether a pause waits; what did not start is put back.
         const line = new LineClaims(
           sql,
           ids,
           { now, noteId: plan.noteId, alone: plan.alone, overdueAfterMs: overdueMs },
           plan.line,
+          connection.literal,
         );
-        fates = await this.runFenced(connection, () => line.next(), plan, known ?? new Map(), spans);
-        ({ claimed } = line);
+        await line.take();
+        fates = await this.runFenced(connection, line, plan, known ?? new Map(), spans);
+        await line.putBack();
+        claimed = line.started;
         taken = { deferred: line.deferred, gated: [], refused: line.refused, left: line.left };
       } else {
         ({ claimed, ...taken } = await claimTasks(
@@ -131,9 +135,9 @@ export class ClaimBatch {
         ));
         claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
-        const next = async () => rows.next().value;
+        const next = () => rows.next().value;
         fates = known
-          ? await this.runFenced(connection, next, plan, known, spans)
+          ? await this.runFenced(connection, { next }, plan, known, spans)
           : await this.runOptimistic(connection, claimed, plan, spans);
       }
       if (fates instanceof Redo) return fates;
@@ -218,35 +222,37 @@ export class ClaimBatch {
   }
 
   /**
-   * `next` hands out the next claimed task, or (a gate's claim: LineClaims)
-   * claims it. A gate's claim closes each task's savepoint before it claims
-   * the next, so that the claim statement is never inside a savepoint a
-   * failed check would roll back: one more round trip a task, paid by
-   * limited types only, for each failure to stay its own task's.
+   * Runs the claimed tasks `source` hands out, each in a savepoint of its
+   * own. A gate's claim (LineClaims) gives a `probe` asked in each fence
+   * before a start after the first: when it says stop, that task and the
+   * rest are not started (`stopBefore`).
    */
   private async runFenced(
     connection: ClaimConnection,
-    next: () => Promise<ClaimRow | undefined>,
+    source: RowSource,
     plan: ClaimParams,
     known: Map<TaskId, Fate>,
     spans: PassSpans | undefined,
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
-    const eachOwn = plan.line !== undefined;
-    for (let index = 0, row = await next(); row; index++, row = await next()) {
+    for (let index = 0, row = source.next(); row; index++, row = source.next()) {
       // One round trip per fence: the previous task's deferred constraints
       // are checked, its savepoint released and this one's taken.
-      await this.fence(connection, fates, nowMs, index === 0 || eachOwn ? 'first' : 'next');
+      const probe = index === 0 ? undefined : source.probe;
+      if (!(await this.fence(connection, fates, nowMs, index === 0 ? 'first' : 'next', probe))) {
+        source.stopBefore?.(row);
+        break;
+      }
       // A task that already failed this attempt is not run a second time in it.
       const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
       fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
-      if (eachOwn) await this.fence(connection, fates, nowMs, 'last');
     }
     // A separate release for the last task: COMMIT on a transaction that a
-    // handler left aborted would quietly roll back the whole batch.
-    if (!eachOwn && fates.length > 0) await this.fence(connection, fates, nowMs, 'last');
+    // handler left aborted would quietly roll back the whole batch. (After a
+    // probe's stop, the savepoint it opened is empty: released here too.)
+    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last');
     return fates;
   }
 
@@ -262,9 +268,11 @@ export class ClaimBatch {
     fates: Fate[],
     nowMs: number,
     step: 'first' | 'next' | 'last',
-  ): Promise<void> {
+    probe?: string,
+  ): Promise<boolean> {
+    let goOn: boolean;
     try {
-      await connection.fence(step);
+      goOn = await connection.fence(step, probe);
     } catch (error) {
       const previous = fates[fates.length - 1];
       // 'first' closes nothing: a failure there is not the task before's.
@@ -272,9 +280,10 @@ export class ClaimBatch {
       await this.rollbackToSavepoint(connection);
       const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      await connection.fence(step);
+      goOn = await connection.fence(step, probe);
     }
     AfterCommit.savepoint(connection.runner);
+    return goOn;
   }
 
   /** Writes a fate inside the task's savepoint; if the handler left it aborted, undoes it and fails it. */
@@ -326,6 +335,13 @@ export class ClaimBatch {
       runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
     }
   }
+}
+
+/** Hands a fenced pass its claimed tasks one at a time (see runFenced). */
+interface RowSource {
+  next(): ClaimRow | undefined;
+  probe?: string;
+  stopBefore?(row: ClaimRow): void;
 }
 
 /** A failed attempt's writes are undone before its fate is written. */

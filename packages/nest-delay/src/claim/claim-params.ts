@@ -30,7 +30,7 @@ export interface ClaimParams {
   alone: boolean;
   /** Limited types, in a claim of fired tasks: handed to the gate. */
   gating: ClaimGating;
-  /** A gate's claim: its tasks claimed one at a time under their line's limits (LineClaims). */
+  /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
   line?: LineGating;
   /** Run fenced from the start (a savepoint a task), never optimistically then again. */
   fenced?: boolean;

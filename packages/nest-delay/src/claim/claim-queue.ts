@@ -57,7 +57,7 @@ export class ClaimQueue {
   }
 
   /**
-   * The next batch: a small queue is spread over all workers, a large one
+   * The next batch: a small queue is spread over the free `workers`, a large one
    * capped at `batchSize`. A burst (more than a full batch for every worker)
    * starts from idle at one task a batch and doubles (1, 2, 4, ...): its
    * first task commits after a handful of round trips, not after batchSize

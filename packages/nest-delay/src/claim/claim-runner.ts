@@ -32,8 +32,8 @@ export interface ClaimHost {
 /** A gate's claim: its line, and what to do once each handler started. */
 export interface LineClaim {
   gated: GateClaim;
-  /** The rate credit the next start will use (undefined: none taken, no rate known here). */
-  nextCredit?: () => number | undefined;
+  /** The rate credits taken for its starts, one a task (undefined: none taken, no rate known here). */
+  credits?: number[];
   onStart?: () => void;
 }
 
@@ -107,7 +107,7 @@ export class ClaimRunner {
           key: gated.line.key,
           concurrency: gated.declared.concurrency,
           paced: gated.declared.rate !== null,
-          credits: line?.nextCredit && { holder: ctx.options.instanceId, next: line.nextCredit },
+          credits: line?.credits && { holder: ctx.options.instanceId, taken: line.credits },
         },
         // A gate's tasks run fenced from the start: a failure never starts a handler twice.
         fenced: gated !== undefined,

@@ -44,7 +44,7 @@ export interface Claimed {
   withdrawn: TaskId[];
 }
 
-// --- [limits] the gate's claim of one task of a line (issue 27; limits/limit-statements.ts) ---
+// --- [limits] the gate's claim of a line's tasks (issue 27; limits/limit-statements.ts) ---
 /**
  * Why a gate's claim of a task was refused, decided by the database in the
  * claim statement: the type is paused (or a pause is being committed),
@@ -59,7 +59,7 @@ export type ClaimGating =
   /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */
   | { declared: string[]; line?: undefined }
   /**
-   * The gate's claim of one task of a line: claimed only while its type is
+   * The gate's claim of a line's tasks: claimed only while its type is
    * not paused (read after taking the type's pause lock shared, so a pause
    * being committed waits for this transaction) and, under a concurrency
    * limit (the run-time one when set, else `concurrency`), with a seat taken
@@ -73,9 +73,7 @@ export type ClaimGating =
         concurrency: number | null;
         /** The declared limits include a rate (a run-time override decides otherwise). */
         paced?: boolean;
-        /** A seat was taken by an earlier claim in this transaction: it is still held. */
-        seated?: boolean;
-        /** The rate credits taken for these starts: claimed only while this instance still holds them all. */
+        /** The rate credits taken for these starts, one a task: claimed only while this instance still holds them all. */
         credits?: { credits: number[]; holder: string };
       };
       declared?: undefined;
@@ -101,9 +99,9 @@ export type ClaimGating =
  *
  * Shared limits (`gating`): a claim of fired tasks leaves those of limited
  * or paused types unclaimed and returns them in `gated`; the limit gate then
- * claims its tasks one at a time, each claim in this same statement taking
- * a concurrency seat (a transaction-scoped advisory lock), reading the pause
- * and checking the rate credit, before the task.
+ * claims a line's tasks in this same statement, which reads the pause, takes
+ * a concurrency seat (a transaction-scoped advisory lock) and checks the
+ * rate credits before it claims them (see LineClaims).
  */
 export async function claimTasks(
   sql: Sql,
@@ -165,7 +163,7 @@ export async function claimTasks(
          ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $10 FOR KEY SHARE OF i))
            THEN 'unpaced'
          WHEN $9::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
-         WHEN seats IS NOT NULL AND NOT $12::boolean AND NOT EXISTS (
+         WHEN seats IS NOT NULL AND NOT EXISTS (
            SELECT 1 FROM generate_series(0, seats - 1) s
            WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$6', '$7', 's')})
          ) THEN 'busy'
@@ -178,7 +176,7 @@ export async function claimTasks(
                 THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
                 ELSE t.type = ANY($5::text[]) END) AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              ${occurrenceVerdict('t', '$2', '$13')} AS withdrawn
+              ${occurrenceVerdict('t', '$2', '$12')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
          AND (SELECT refused IS NULL FROM line_check)
@@ -233,7 +231,6 @@ export async function claimTasks(
       line?.credits?.credits ?? null,
       line?.credits?.holder ?? null,
       line?.paced ?? false,
-      line?.seated ?? false,
       overdueAfterMs,
     ],
   );
@@ -289,6 +286,21 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
     overlap: row.overlap,
   };
+}
+
+/**
+ * Undoes the claim of tasks a gate's claim took but did not start (it ran
+ * its time, or a pause is waiting): pending again, their attempt not
+ * counted, in the claim's own transaction, so what commits is as if they had
+ * never been claimed (but for `updated_at`). Only a batch stops short, and a
+ * batch claims no task flagged as cut off, so there is no flag to restore.
+ */
+export async function returnUnstarted(sql: Sql, ids: TaskId[], claimedAt: Date): Promise<void> {
+  await sql.rows(
+    `UPDATE delayed_task SET executed_at = NULL, attempts = attempts - 1
+     WHERE id = ANY($1::bigint[]) AND executed_at = $2`,
+    [ids, claimedAt],
+  );
 }
 
 /** Of fired ids the claim did not take, those still pending: to wait again in the wheel. */

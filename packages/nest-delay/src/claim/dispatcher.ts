@@ -180,7 +180,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         continue;
       }
       if (!this.queue.hasWaiting) return;
-      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, this.ctx.concurrency), false);
+      // Spread over the workers free now, not all of them: with most busy
+      // (gate claims run long), a few ids queued are one claim, not a few
+      // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
+      const free = concurrency - this.inFlight;
+      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, free), false);
     }
   }
 

@@ -14,10 +14,9 @@ import {
  * The limits' side of a gate's claim of one line's tasks: rate credits
  * first, in a statement of their own (as many as free, up to one a task;
  * none: the line waits until one frees), then the claim (ClaimRunner), which
- * claims them one at a time (LineClaims: each claim statement reads the
- * pause and checks the credit its start will use), holds one concurrency
- * seat for them all and runs them one after another, fenced, so that no
- * handler starts twice. Each credit is stamped once its handler has started;
+ * claims them in one statement (LineClaims: it reads the pause, takes one
+ * concurrency seat for them all and checks the credits are still held) and
+ * runs them one after another, fenced, so that no handler starts twice. Each credit is stamped once its handler has started;
  * those unused are put back. What the claim came to goes back to the gate
  * (LimitGate.ended).
  */
@@ -81,8 +80,8 @@ export class GateClaims {
         items[0].alone,
         {
           gated: { ...gated, items },
-          // Each claim checks the credit its start will use: the next unused.
-          nextCredit: taken ? () => taken[used]?.credit : undefined,
+          // The claim checks they are all still this instance's.
+          credits: taken?.map((credit) => credit.credit),
           onStart: () => {
             const credit = taken?.[used++];
             if (credit) this.stamp(line.type, line.key, credit.credit);

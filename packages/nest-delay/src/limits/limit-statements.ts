@@ -17,9 +17,12 @@ import type { DueRow } from '../tasks/task-row.js';
  * Pause: `pause()` commits its row while holding the type's pause lock
  * (PAUSE_LOCK_CLASS, hash of type) exclusively; each claim of a gate takes
  * it shared (a try: refused while a pause holds or waits for it) and keeps
- * it to its transaction's end, and reads the row after taking it, before
- * each task. So pause() returns once the gate's claims of the type running
- * then have ended, and none starts a handler of it afterwards.
+ * it to its transaction's end, and reads the row after taking it. So pause()
+ * returns once the gate's claims of the type running then have ended, and
+ * none starts a handler of it afterwards. Before it waits for that lock, a
+ * pause takes PAUSE_WAIT_CLASS, which a running claim looks at before each
+ * start (pauseWaitingProbe): it stops there, so a pause waits for the
+ * handlers running when it came, not for the rest of their claims.
  *
  * Rate: `delay_limit_credit` holds `starts` rows per type and key. A start
  * takes a credit last used at least `per` ago, marking it in flight
@@ -34,6 +37,8 @@ import type { DueRow } from '../tasks/task-row.js';
  */
 export const LIMIT_LOCK_CLASS = 0x6e64_6c6d; // 'ndlm'
 export const PAUSE_LOCK_CLASS = 0x6e64_6c70; // 'ndlp'
+/** Held by a pause() from before it waits for the pause lock: a running gate claim sees it waiting. */
+export const PAUSE_WAIT_CLASS = 0x6e64_6c77; // 'ndlw'
 
 /** SQL for a seat's lock key: type, key and seat number hashed together. */
 export function seatLockKey(type: string, key: string, seat: string): string {
@@ -76,8 +81,11 @@ export function readTypeLimits(sql: Sql): Promise<TypeLimitRow[]> {
  */
 export async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
   await sql.rows(
-    `WITH pause_lock AS (
+    `WITH waiting AS (
+       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_WAIT_CLASS}, hashtext($1)) END
+     ), pause_lock AS (
        SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_LOCK_CLASS}, hashtext($1)) END
+       FROM waiting
      )
      INSERT INTO delay_type_limit (type, paused_at, updated_at)
      SELECT $1, CASE WHEN $2::boolean THEN $3::timestamptz END, $3 FROM pause_lock
@@ -86,6 +94,19 @@ export async function setPaused(sql: Sql, type: string, paused: boolean, now: Da
            updated_at = $3`,
     [type, paused, now],
   );
+}
+
+/**
+ * A statement (its type quoted in) whose one boolean says no pause() of the
+ * type is waiting: a running gate claim asks it before each start after its
+ * first, in its fence's round trip, and stops when a pause waits. A session
+ * lock tried shared and let go in the same statement, so nothing is held
+ * after it (a pooler in transaction mode keeps no lock with the session).
+ */
+export function pauseWaitingProbe(typeLiteral: string): string {
+  const key = `${PAUSE_WAIT_CLASS}, hashtext(${typeLiteral})`;
+  return `SELECT CASE WHEN pg_try_advisory_lock_shared(${key})
+    THEN pg_advisory_unlock_shared(${key}) ELSE false END AS go_on`;
 }
 
 /**

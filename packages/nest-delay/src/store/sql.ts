@@ -111,8 +111,10 @@ export interface ClaimConnection {
    * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
    * next one's; `last` checks and releases the last task's. A failed check
    * leaves the task's savepoint aborted, for rollbackToSavepoint, then the same step again.
+   * `probe`, a statement whose one boolean says whether to go on, is sent
+   * last in the same round trip; its answer is returned (true without one).
    */
-  fence(step: 'first' | 'next' | 'last'): Promise<void>;
+  fence(step: 'first' | 'next' | 'last', probe?: string): Promise<boolean>;
   /** Undoes the current task's writes: back to its savepoint, still open. */
   rollbackToSavepoint(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
@@ -228,8 +230,11 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
-    async fence(step) {
-      await script(FENCE[step]);
+    async fence(step, probe) {
+      const replies = await script(probe ? `${FENCE[step]}; ${probe}` : FENCE[step]);
+      if (!probe) return true;
+      const [row] = replies[replies.length - 1].rows as Array<Record<string, unknown>>;
+      return row !== undefined && Object.values(row)[0] === true;
     },
     async rollbackToSavepoint() {
       await script(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
