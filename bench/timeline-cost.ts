@@ -7,7 +7,8 @@
  * database, as the burst workload runs it. The median of the pairs' ratios
  * is the figure. Reported, never asserted.
  */
-import { runDueTasks, type DueRun } from './harness/run-system.js';
+import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
+import { runDueTasksOn, type DueRun } from './harness/run-system.js';
 
 const count = Number(process.argv[2] ?? 20_000);
 const pairs = Number(process.argv[3] ?? 1);
@@ -18,17 +19,27 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-async function run(entity: boolean): Promise<DueRun> {
+/** One burst; with `entity`, also how many history rows it wrote (to show it wrote them). */
+async function run(entity: boolean): Promise<DueRun & { events: number }> {
   // The system's child process is forked with this environment (systems/project.ts reads it).
   process.env.BENCH_ENTITY = entity ? '1' : '0';
-  return runDueTasks({
-    system: 'project',
-    database: `bench_timeline_${entity ? 'on' : 'off'}`,
-    count,
-    stepMs: 0,
-    leadMs: 1_500 + count / 50 + (count / 15_000) * 1_500,
-    capMs: 300_000,
-  });
+  const database = `bench_timeline_${entity ? 'on' : 'off'}`;
+  const url = await freshDatabase(database);
+  try {
+    const result = await runDueTasksOn(url, {
+      system: 'project',
+      count,
+      stepMs: 0,
+      leadMs: 1_500 + count / 50 + (count / 15_000) * 1_500,
+      capMs: 300_000,
+    });
+    const events = await withClient(url, async (client) =>
+      Number((await client.query(`SELECT count(*) AS n FROM delay_task_event`)).rows[0].n),
+    );
+    return { ...result, events };
+  } finally {
+    await dropDatabase(database);
+  }
 }
 
 async function main(): Promise<void> {
@@ -40,7 +51,7 @@ async function main(): Promise<void> {
     console.log(
       `pair ${i + 1}: no entity ${off.effectsPerSecond}/s ${off.cpuSeconds} CPU s, entity ${on.effectsPerSecond}/s ${on.cpuSeconds} CPU s, ` +
         `${((on.effectsPerSecond ?? 0) / (off.effectsPerSecond ?? 1)).toFixed(3)}× effects/s, ` +
-        `${(on.cpuSeconds / off.cpuSeconds).toFixed(3)}× CPU; missing ${off.outcome.missing + on.outcome.missing}, duplicates ${off.outcome.duplicates + on.outcome.duplicates}`,
+        `${(on.cpuSeconds / off.cpuSeconds).toFixed(3)}× CPU; history rows ${off.events} / ${on.events}; missing ${off.outcome.missing + on.outcome.missing}, duplicates ${off.outcome.duplicates + on.outcome.duplicates}`,
     );
   }
   const rate = median(
