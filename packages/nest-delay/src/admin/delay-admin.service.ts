@@ -128,8 +128,10 @@ export class DelayAdmin {
    * retention forgets. Reads only the entity's rows, through its indexes.
    */
   async timeline(entity: string): Promise<EntityTimeline> {
+    if (entity === undefined) {
+      throw new DelayValidationError('entity', "is required: the entity's name, such as 'order:42'");
+    }
     checkEntity(entity, 'entity');
-    if (entity === undefined) throw new DelayValidationError('entity', 'is required');
     const { tasks, events } = await readTimeline(this.db, entity);
     const { keepFinishedMs, keepDeadMs } = this.runtime.ctx.options;
     return buildTimeline(entity, tasks, events, { keepFinishedMs, keepDeadMs });
