@@ -28,9 +28,16 @@ export class TypeLimitView {
   @ApiProperty({
     type: LimitView,
     nullable: true,
-    description: 'What its handler declares (in code and configuration); null: none',
+    description:
+      'What its handlers declare in code, as the last instance to boot stored it (every instance applies that one); null: none',
   })
   declared!: LimitView | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The instance whose declaration is stored (the last to boot); null: none stored yet',
+  })
+  declaredBy!: string | null;
   @ApiProperty({
     type: LimitView,
     nullable: true,
@@ -68,6 +75,7 @@ export function toTypeLimitView(info: TypeLimitInfo): TypeLimitView {
     paused: info.paused,
     pausedAt: info.pausedAt,
     declared: limitView(info.declared),
+    declaredBy: info.declaredBy?.instanceId ?? null,
     override: limitView(info.override),
     effective: limitView(info.effective),
     perKey: info.perKey,

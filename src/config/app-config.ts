@@ -97,9 +97,9 @@ function duration(env: Env, name: string, fallback: string, minMs = 1): number {
  */
 const REMOVED: Record<string, string> = {
   ORDER_CLOSE_CONCURRENCY:
-    'is no longer read: closes run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (README, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.close-unpaid/limit. Unset it',
+    'is no longer read: closes run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (docs/orders-api.md, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.close-unpaid/limit. Unset it',
   ORDER_AUTO_REVIEW_CONCURRENCY:
-    'is no longer read: auto-reviews run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (README, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.auto-review/limit. Unset it',
+    'is no longer read: auto-reviews run without a shared limit, bounded on each instance by DELAY_CONCURRENCY (docs/orders-api.md, "Limits on the order tasks"); to hold them back on every instance for a while, PUT /admin/api/types/order.auto-review/limit. Unset it',
 };
 
 function refuseRemoved(env: Env): void {

@@ -32,7 +32,7 @@ import * as rules from './order-transitions.js';
  * No shared limit: a close or an auto-review writes rows in our own
  * database, and what protects its pool is each instance's `concurrency`
  * (DELAY_CONCURRENCY, below DB_POOL_SIZE). A cluster-wide cap would only
- * make a burst of expirations late, however many instances run (README,
+ * make a burst of expirations late, however many instances run (docs/orders-api.md,
  * "Limits on the order tasks"). Shared limits are for calls to other
  * services: the notification (order-notification.handler.ts).
  */

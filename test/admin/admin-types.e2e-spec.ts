@@ -36,6 +36,8 @@ describe('GET /admin/api/types', () => {
       paused: false,
       pausedAt: null,
       declared: DECLARED,
+      // Stored at boot by the instance answering (the only one, the last to boot).
+      declaredBy: expect.any(String),
       override: null,
       effective: DECLARED,
       perKey: true,

@@ -58,6 +58,27 @@ class Handlers {
 @Module({ providers: [Handlers] })
 class HandlersModule {}
 
+// Two versions of one app's code: the first declares a rate on dd.versioned, the second none.
+@Injectable()
+class VersionOne {
+  @DelayedTaskHandler('dd.versioned', { limit: { rate: { starts: 1, per: '1h' } } })
+  versioned(payload: { n: number }) {
+    starts.push({ type: 'dd.versioned', n: payload.n, afterPause: false });
+  }
+}
+@Module({ providers: [VersionOne] })
+class VersionOneModule {}
+
+@Injectable()
+class VersionTwo {
+  @DelayedTaskHandler('dd.versioned')
+  versioned(payload: { n: number }) {
+    starts.push({ type: 'dd.versioned', n: payload.n, afterPause: false });
+  }
+}
+@Module({ providers: [VersionTwo] })
+class VersionTwoModule {}
+
 const ofType = (type: string) => starts.filter((s) => s.type === type).map((s) => s.n);
 
 async function until(what: string, check: () => boolean | Promise<boolean>) {
@@ -70,11 +91,16 @@ async function until(what: string, check: () => boolean | Promise<boolean>) {
 
 let db: TestDatabase;
 const apps: DelayTestApp[] = [];
-async function boot(instanceId: string, clock: ManualClock, concurrency = 4) {
+async function boot(
+  instanceId: string,
+  clock: ManualClock,
+  concurrency = 4,
+  module: new () => object = HandlersModule,
+) {
   const app = await createDelayTestApp(
     db,
     { instanceId, concurrency, lease: '1h' },
-    { clock, modules: [{ module: HandlersModule }] },
+    { clock, modules: [{ module }] },
   );
   apps.push(app);
   return app;
@@ -116,6 +142,42 @@ describe('a rate set at run time on another instance', () => {
     // (a rate line is spread over several claims at once, which race for the credit).
     expect(ofType('dd.free')).toHaveLength(1);
     await b.moduleRef.get(DelayLimits).reset('dd.free');
+  });
+});
+
+describe('two versions of the code declaring different limits (a rolling deploy)', () => {
+  it('apply the limits of the last to boot, on both', async () => {
+    const clock = new ManualClock();
+    const one = await boot('dd-v1', clock, 4, VersionOneModule);
+    const two = await boot('dd-v2', clock, 4, VersionTwoModule);
+    const schedule = async (via: DelayTestApp, from: number) => {
+      const base = clock.now();
+      for (let n = from; n < from + 3; n++)
+        await via.delay.schedule({ type: 'dd.versioned', payload: { n }, runAt: base + SECOND });
+      return base;
+    };
+    // Version two booted last and declares no limit: version one's rate no longer holds.
+    let base = await schedule(one, 0);
+    await one.tester.advanceTo(base + SECOND);
+    expect(ofType('dd.versioned').sort()).toEqual([0, 1, 2]);
+    const limits = two.moduleRef.get(DelayLimits);
+    expect((await limits.get('dd.versioned')).declaredBy?.instanceId).toBe('dd-v2');
+
+    // Version one boots again (a rollback): its rate holds on version two as well.
+    await one.close();
+    apps.splice(apps.indexOf(one), 1);
+    const again = await boot('dd-v1', clock, 4, VersionOneModule);
+    expect((await limits.get('dd.versioned')).declared).toEqual({
+      concurrency: null,
+      rate: { starts: 1, perMs: 3_600_000 },
+    });
+    await again.close();
+    apps.splice(apps.indexOf(again), 1);
+    starts.length = 0;
+    base = await schedule(two, 3);
+    for (let s = 1; s <= 5; s++) await two.tester.advanceTo(base + s * SECOND);
+    // One start on the one credit of the hour, though version two's code declares no limit.
+    expect(ofType('dd.versioned')).toHaveLength(1);
   });
 });
 

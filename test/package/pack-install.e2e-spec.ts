@@ -1,17 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, normalize } from 'node:path';
-import pg from 'pg';
-import { describeWithServer, serverUrl } from '../support/test-database.js';
+import { describeWithServer } from '../support/test-database.js';
+import { serverDatabase } from './server-database.js';
 import { PROBE_APP_DEPS, probeAppSources } from './probe-app.js';
-import {
-  anchorsOf,
-  captionedFiles,
-  installLines,
-  relativeLinks,
-  withinRange,
-} from './readme-setup.js';
+import { anchorsOf, relativeLinks } from './readme-setup.js';
 import {
   cleanUp,
   expectOk,
@@ -35,28 +28,6 @@ afterAll(cleanUp);
 
 const MUST_SHIP =
   'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js docs/how-it-works.md';
-
-/** A database of its own on the test server, dropped by `drop()`. */
-async function serverDatabase(prefix: string) {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>, url = serverUrl): Promise<T> => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const url = Object.assign(new URL(serverUrl!), { pathname: `/${name}` }).toString();
-  return {
-    url,
-    query: async (sql: string, params?: unknown[]) =>
-      admin(async (c) => (await c.query(sql, params)).rows, url),
-    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
-  };
-}
 
 describe('nest-delay tarball contents', () => {
   // The package.json npm wrote into the tarball is the one users get.
@@ -203,105 +174,5 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     const [row] = await db.query(sql);
     expect(row.t).toBe('delayed_task');
     expect(row.names).toContainEqual(expect.stringMatching(/^CreateDelayedTask/));
-  });
-});
-
-/** What the README's Getting started expects the app to have already. */
-const APP_HAS = [
-  '@nestjs/common',
-  '@nestjs/core',
-  '@nestjs/platform-express',
-  'reflect-metadata',
-  'rxjs',
-];
-const APP_HAS_DEV = ['@types/node'];
-/** The files the README's Getting started and Testing sections show, which the app is made of. */
-const README_FILES = [
-  'package.json',
-  'jest.config.js',
-  'tsconfig.json',
-  'src/app.module.ts',
-  'test/orders.spec.ts',
-];
-
-// The issue's stranger: a Nest app, the tarball, and the README's Getting
-// started and Testing sections followed to the letter, nothing else.
-describeWithServer("a Nest app following the package README's Getting started", () => {
-  const readme = readFileSync(join(pkgDir, 'README.md'), 'utf8');
-  let db: Awaited<ReturnType<typeof serverDatabase>>;
-  const steps: Partial<Record<'install' | 'tsc' | 'test', Step>> = {};
-  let appDir: string;
-
-  beforeAll(async () => {
-    db = await serverDatabase('gs');
-    const { tarball, work } = pack();
-    appDir = join(work, 'getting-started');
-    const dependencies: Record<string, string> = {};
-    const devDependencies: Record<string, string> = {};
-    for (const name of APP_HAS) dependencies[name] = lockedVersion(name);
-    for (const name of APP_HAS_DEV) devDependencies[name] = lockedVersion(name);
-    for (const { name, range, dev } of installLines(readme)) {
-      const version = name === 'nest-delay' ? `file:${tarball}` : lockedVersion(name);
-      if (name !== 'nest-delay' && !withinRange(version, range))
-        throw new Error(`README installs ${name}@${range}; the repo tests ${version}`);
-      (dev ? devDependencies : dependencies)[name] = version;
-    }
-    const files = captionedFiles(readme);
-    // The README's package.json is what to merge into the app's.
-    const pkg = {
-      name: 'getting-started-app',
-      private: true,
-      dependencies,
-      devDependencies,
-      ...JSON.parse(files.get('package.json') ?? '{}'),
-    };
-    for (const [file, text] of files) {
-      mkdirSync(join(appDir, dirname(file)), { recursive: true });
-      writeFileSync(join(appDir, file), file === 'package.json' ? JSON.stringify(pkg) : text);
-    }
-    steps.install = npmInstall(appDir);
-    if (!steps.install.ok) return;
-    // The README: "`npx tsc --noEmit` checks the types", with the app's own TypeScript.
-    const tsc = join(appDir, 'node_modules/typescript/bin/tsc');
-    steps.tsc = run('tsc --noEmit', process.execPath, [tsc, '--noEmit'], {
-      cwd: appDir,
-      timeout: 60_000,
-    });
-    // As the README runs it, in a bare environment; npm needs only PATH and HOME.
-    const env = {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      NO_COLOR: '1',
-      DATABASE_URL: db.url,
-    };
-    steps.test = run('npm test', 'npm', ['test'], { cwd: appDir, env, timeout: 90_000 });
-  }, TIMEOUT + 90_000);
-
-  afterAll(() => db?.drop());
-
-  it('shows every file the app needs, and the packages a fresh app already has', () => {
-    expect([...captionedFiles(readme).keys()]).toEqual(expect.arrayContaining(README_FILES));
-    const gettingStarted = readme.slice(readme.indexOf('## Getting started'));
-    for (const name of [...APP_HAS, ...APP_HAS_DEV])
-      expect(gettingStarted).toContain(`\`${name}\``);
-    expect(installLines(readme).map((i) => i.name)).toContain('nest-delay');
-  });
-
-  it('installs what the README names, at versions within its ranges', () => {
-    expectOk(steps.install, 'npm install');
-  });
-
-  it('type-checks', () => {
-    expectOk(steps.tsc, 'tsc --noEmit');
-  });
-
-  it("passes the README's test, against the database in DATABASE_URL", async () => {
-    expectOk(steps.test, 'npm test');
-    const summary = /Tests:\s+(.*)/.exec(steps.test.output)?.[1] ?? '';
-    expect({ summary, passed: /^\d+ passed, \d+ total$/.test(summary) }).toMatchObject({
-      passed: true,
-    });
-    // The handler's effect, seen from outside the app: it ran on this database.
-    expect(await db.query(`SELECT status FROM orders`)).toEqual([{ status: 'CLOSED' }]);
   });
 });

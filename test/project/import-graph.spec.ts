@@ -45,11 +45,11 @@ async function cruise(files: Record<string, string>): Promise<string> {
 const pkg = (path: string) => `packages/nest-delay/src/${path}`;
 
 describe('the import rules checked by npm run lint', () => {
-
   it('pass a graph that points down', async () => {
     const report = await cruise({
       [pkg('store/sql.ts')]: `export const sql = 1;\n`,
-      [pkg('claim/claim-runner.ts')]: `import { sql } from '../store/sql.js';\nexport const run = sql;\n`,
+      [pkg('claim/claim-runner.ts')]:
+        `import { sql } from '../store/sql.js';\nexport const run = sql;\n`,
     });
     expect(report).toMatch(/no dependency violations found/);
   });
@@ -65,7 +65,8 @@ describe('the import rules checked by npm run lint', () => {
   it('refuse the store reaching up to a feature', async () => {
     const report = await cruise({
       [pkg('claim/claim-runner.ts')]: `export const run = 1;\n`,
-      [pkg('store/sql.ts')]: `import { run } from '../claim/claim-runner.js';\nexport const sql = run;\n`,
+      [pkg('store/sql.ts')]:
+        `import { run } from '../claim/claim-runner.js';\nexport const sql = run;\n`,
     });
     expect(report).toMatch(/error store-below-features/);
   });
@@ -73,7 +74,8 @@ describe('the import rules checked by npm run lint', () => {
   it('refuse a wheel that imports a clock', async () => {
     const report = await cruise({
       [pkg('clock/clock.ts')]: `export const now = () => 0;\n`,
-      [pkg('wheel/timing-wheel.ts')]: `import { now } from '../clock/clock.js';\nexport const w = now;\n`,
+      [pkg('wheel/timing-wheel.ts')]:
+        `import { now } from '../clock/clock.js';\nexport const w = now;\n`,
     });
     expect(report).toMatch(/error wheel-is-pure/);
   });
@@ -81,7 +83,8 @@ describe('the import rules checked by npm run lint', () => {
   it('refuse a feature reaching the runtime that wires it', async () => {
     const report = await cruise({
       [pkg('runtime/delay.runtime.ts')]: `export const runtime = 1;\n`,
-      [pkg('limits/limit-gate.ts')]: `import { runtime } from '../runtime/delay.runtime.js';\nexport const g = runtime;\n`,
+      [pkg('limits/limit-gate.ts')]:
+        `import { runtime } from '../runtime/delay.runtime.js';\nexport const g = runtime;\n`,
     });
     expect(report).toMatch(/error features-below-runtime/);
   });

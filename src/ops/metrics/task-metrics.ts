@@ -19,7 +19,7 @@ type ObserveChild = { observe(value: number): void };
  * Counts the engine's task events as a DelayObserver of its own, called
  * directly rather than through EventEmitter2: on the claim's path each event
  * costs a few counter increments and nothing else, which keeps the burst
- * within 5 % of running without metrics (see the README's figures). The
+ * within 5 % of running without metrics (see docs/operating.md's figures). The
  * labelled children are cached by type, since `labels()` builds one per call.
  */
 @Injectable()

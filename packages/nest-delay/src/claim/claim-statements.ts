@@ -1,6 +1,11 @@
 import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
-import { LIMIT_LOCK_CLASS, PAUSE_LOCK_CLASS, seatLockKey } from '../limits/limit-statements.js';
+import {
+  LIMIT_LOCK_CLASS,
+  PAUSE_LOCK_CLASS,
+  declaredColumn,
+  seatLockKey,
+} from '../limits/limit-statements.js';
 import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
@@ -137,15 +142,20 @@ export async function claimTasks(
        SELECT $6::text IS NULL
               OR pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
      ), limits AS (
-       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts
+       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
+              l.declared_at, l.declared_concurrency, l.declared_rate_starts
        FROM delay_type_limit l, pause_lock
        WHERE l.type = $6 AND pause_lock.ok
        FOR KEY SHARE OF l
      ), gate AS (
        SELECT $6::text IS NOT NULL AS line,
               NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
-              CASE WHEN l.overridden THEN l.concurrency ELSE $8::int END AS seats,
-              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL ELSE $11::boolean END AS paced
+              -- Set at run time, else declared (stored at boot, else this instance's code).
+              CASE WHEN l.overridden THEN l.concurrency
+                   ELSE ${declaredColumn('l', 'concurrency', '$8::int')} END AS seats,
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL
+                   WHEN l.declared_at IS NOT NULL THEN l.declared_rate_starts IS NOT NULL
+                   ELSE $11::boolean END AS paced
        FROM (SELECT 1) one LEFT JOIN limits l ON true
      ), line_check AS (
        -- In order, each only if the one before passed: no seat is taken for a paused type.
@@ -172,8 +182,10 @@ export async function claimTasks(
      -- [limits] end
      ), due AS (
        SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
-              $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE WHEN l.overridden
-                THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
+              $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE
+                WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
+                WHEN l.declared_at IS NOT NULL
+                  THEN l.declared_concurrency IS NOT NULL OR l.declared_rate_starts IS NOT NULL
                 ELSE t.type = ANY($5::text[]) END) AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
               ${occurrenceVerdict('t', '$2', '$12')} AS withdrawn

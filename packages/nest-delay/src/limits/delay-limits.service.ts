@@ -16,8 +16,14 @@ export interface TypeLimitInfo {
   /** Paused cluster-wide: none of its tasks starts until resumed. */
   paused: boolean;
   pausedAt: Date | null;
-  /** What its handler declares here (null: no limit declared). */
+  /**
+   * What its handlers declare, as the last instance to boot stored it
+   * (every instance applies that one), else this instance's code (null: no
+   * limit declared).
+   */
   declared: ResolvedLimit | null;
+  /** The instance whose declaration is stored, and when it booted (null: none stored yet). */
+  declaredBy: { instanceId: string; at: Date } | null;
   /** What was set at run time in its place (null: none). */
   override: ResolvedLimit | null;
   /** In force (null: unlimited). */
@@ -128,17 +134,23 @@ export class DelayLimits {
       .sort();
     const waiting = await countWaiting(this.db, types, new Date(this.now()), WAITING_COUNT_CAP);
     const here = this.gate.waitingByType();
+    const stored = new Map(rows.map((row) => [row.type, row]));
     return types.map((type) => {
       const limits = book.of(type);
-      const declared = this.handlers.limitOf(type);
+      const row = stored.get(type);
+      const declaredBy =
+        row?.declared_at && row.declared_by
+          ? { instanceId: row.declared_by, at: row.declared_at }
+          : null;
       return {
         type,
         paused: limits.pausedAt !== null,
         pausedAt: limits.pausedAt,
-        declared: declared?.limit ?? null,
+        declared: isLimited(limits.declared) ? limits.declared : null,
+        declaredBy,
         override: limits.override,
         effective: isLimited(limits.effective) ? limits.effective : null,
-        perKey: declared?.key !== undefined,
+        perKey: declaredBy ? row!.declared_per_key : this.handlers.limitOf(type)?.key !== undefined,
         waiting: waiting.get(type) ?? 0,
         waitingHere: here.get(type) ?? 0,
       };

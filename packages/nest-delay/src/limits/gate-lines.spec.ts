@@ -144,6 +144,7 @@ describe('LimitBook', () => {
               rate_starts: rate?.starts ?? null,
               rate_per_ms: rate ? String(rate.perMs) : null,
               updated_at: new Date(1),
+              ...undeclared,
             },
           ]);
           const limits = book.of('t');
@@ -181,5 +182,47 @@ describe('LimitBook', () => {
     lines.ended(claim, { kind: 'done' }, [], 0);
     expect(lines.has('1')).toBe(false);
     expect(lines.next(0, true)).toBeUndefined();
+  });
+});
+
+const undeclared = {
+  declared_concurrency: null,
+  declared_rate_starts: null,
+  declared_rate_per_ms: null,
+  declared_per_key: false,
+  declared_at: null,
+  declared_by: null,
+};
+
+describe('LimitBook: declared limits', () => {
+  const row = {
+    type: 't',
+    paused_at: null,
+    overridden: false,
+    concurrency: null,
+    rate_starts: null,
+    rate_per_ms: null,
+    updated_at: new Date(1),
+  };
+
+  it('takes the declaration stored at boot over this instance\'s code, and the code before any is stored', () => {
+    const book = new LimitBook(() => ({ concurrency: 3, rate: null }));
+    book.replace([{ ...row, ...undeclared }]);
+    expect(book.of('t').effective).toEqual({ concurrency: 3, rate: null });
+    book.replace([
+      {
+        ...row,
+        ...undeclared,
+        declared_rate_starts: 5,
+        declared_rate_per_ms: '1000',
+        declared_at: new Date(2),
+        declared_by: 'v2',
+      },
+    ]);
+    expect(book.of('t').declared).toEqual({ concurrency: null, rate: { starts: 5, perMs: 1000 } });
+    expect(book.gates('t')).toBe(true);
+    // A newer version declared no limit: the type no longer gates, whatever this code says.
+    book.replace([{ ...row, ...undeclared, declared_at: new Date(3), declared_by: 'v3' }]);
+    expect(book.gates('t')).toBe(false);
   });
 });

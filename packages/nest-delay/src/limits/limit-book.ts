@@ -3,7 +3,7 @@ import { isLimited, NO_LIMIT, type ResolvedLimit } from './task-limit.js';
 
 /** One type's limits as this instance last knew them. */
 export interface TypeLimits {
-  /** What its handler declares here. */
+  /** What its handlers declare: as the last instance to boot stored it, else this instance's code. */
   declared: ResolvedLimit;
   /** What was set at run time in its place, if anything. */
   override: ResolvedLimit | null;
@@ -39,13 +39,28 @@ export class LimitBook {
       rate_starts: null,
       rate_per_ms: null,
       updated_at: new Date(0),
+      declared_concurrency: null,
+      declared_rate_starts: null,
+      declared_rate_per_ms: null,
+      declared_per_key: false,
+      declared_at: null,
+      declared_by: null,
     };
     this.rows.set(row.type, { ...current, ...row });
   }
 
   of(type: string): TypeLimits {
-    const declared = this.declaredOf(type) ?? NO_LIMIT;
     const row = this.rows.get(type);
+    // As stored at boot by the last instance to boot, else this instance's code.
+    const declared = row?.declared_at
+      ? {
+          concurrency: row.declared_concurrency,
+          rate:
+            row.declared_rate_starts !== null && row.declared_rate_per_ms !== null
+              ? { starts: row.declared_rate_starts, perMs: Number(row.declared_rate_per_ms) }
+              : null,
+        }
+      : (this.declaredOf(type) ?? NO_LIMIT);
     const override = row?.overridden
       ? {
           concurrency: row.concurrency,

@@ -16,8 +16,8 @@ import {
 } from '../runtime/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import { ensureTypeRows, findWaiting, freeSeats, readTypeLimits } from './limit-statements.js';
-import { limitKeyOf } from './task-limit.js';
+import { declareLimits, findWaiting, freeSeats, readTypeLimits } from './limit-statements.js';
+import { limitKeyOf, NO_LIMIT } from './task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
 
@@ -82,9 +82,18 @@ export class LimitGate implements LifecycleService {
   }
 
   async start(): Promise<void> {
-    await ensureTypeRows(
+    const { registry } = this;
+    await declareLimits(
       this.ctx.db.pool,
-      this.registry.limitedTypes(),
+      registry.types().map((type) => {
+        const declared = registry.limitOf(type);
+        return {
+          type,
+          limit: declared?.limit ?? NO_LIMIT,
+          perKey: declared?.key !== undefined,
+        };
+      }),
+      this.ctx.options.instanceId,
       new Date(this.ctx.clock.now()),
     );
     await this.readBook(true);

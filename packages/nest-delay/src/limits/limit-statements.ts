@@ -54,7 +54,7 @@ export function seatLockKey(type: string, key: string, seat: string): string {
  */
 const ASYNC_COMMIT = `async AS (SELECT set_config('synchronous_commit', 'off', true))`;
 
-/** What was set at run time for a type, as stored. */
+/** A type's limits as stored: declared in code (by the last instance to boot), and set at run time. */
 export interface TypeLimitRow {
   type: string;
   paused_at: Date | null;
@@ -63,15 +63,33 @@ export interface TypeLimitRow {
   rate_starts: number | null;
   rate_per_ms: string | null;
   updated_at: Date;
+  declared_concurrency: number | null;
+  declared_rate_starts: number | null;
+  declared_rate_per_ms: string | null;
+  declared_per_key: boolean;
+  /** When an instance last wrote its declared limits (null: none has, since version 11). */
+  declared_at: Date | null;
+  declared_by: string | null;
 }
 
-/** Every type's run-time settings: few rows, read by each instance every heartbeat. */
+/** Every type's limits: few rows, read by each instance every second while tasks wait. */
 export function readTypeLimits(sql: Sql): Promise<TypeLimitRow[]> {
   return sql.rows<TypeLimitRow>(
-    `SELECT type, paused_at, overridden, concurrency, rate_starts, rate_per_ms, updated_at
+    `SELECT type, paused_at, overridden, concurrency, rate_starts, rate_per_ms, updated_at,
+            declared_concurrency, declared_rate_starts, declared_rate_per_ms, declared_per_key,
+            declared_at, declared_by
      FROM delay_type_limit ORDER BY type`,
     [],
   );
+}
+
+/**
+ * SQL choosing, for a row `l` of delay_type_limit (possibly missing), the
+ * declared value in force: the stored declaration when an instance has
+ * written one, else `fallback` (the claiming instance's code).
+ */
+export function declaredColumn(l: string, column: string, fallback: string): string {
+  return `CASE WHEN ${l}.declared_at IS NOT NULL THEN ${l}.declared_${column} ELSE ${fallback} END`;
 }
 
 /**
@@ -109,19 +127,56 @@ export function pauseWaitingProbe(typeLiteral: string): string {
     THEN pg_advisory_unlock_shared(${key}) ELSE false END AS go_on`;
 }
 
+/** What one handler here declares, as declareLimits writes it. */
+export interface LimitDeclaration {
+  type: string;
+  limit: ResolvedLimit;
+  perKey: boolean;
+}
+
 /**
- * A row for each type limited in code, written at boot (nothing set: the
- * declared limits hold). A claim reads its type's row with FOR KEY SHARE,
- * which sees a pause committed since the claim's snapshot only if the row
- * existed then: with the row there from boot, a first pause is seen too.
+ * Writes what this instance's handlers declare, at boot: the last instance
+ * to boot states the declared limits for every instance (each claim reads
+ * them from here), so two versions of the code in a rolling deploy apply
+ * one set of limits. A type limited in code gets its row (a claim reads it
+ * with FOR KEY SHARE, which sees a pause committed since the claim's
+ * snapshot only if the row existed then: with the row there from boot, a
+ * first pause is seen too); a type declared without limits here clears the
+ * declared limits of a row that has them. Run-time settings and pauses are
+ * left as they are, and so are types without a handler here (another
+ * service's).
  */
-export async function ensureTypeRows(sql: Sql, types: string[], now: Date): Promise<void> {
-  if (types.length === 0) return;
+export async function declareLimits(
+  sql: Sql,
+  declarations: LimitDeclaration[],
+  instanceId: string,
+  now: Date,
+): Promise<void> {
+  if (declarations.length === 0) return;
   await sql.rows(
-    `INSERT INTO delay_type_limit (type, updated_at)
-     SELECT type, $2 FROM unnest($1::text[]) AS types(type)
-     ON CONFLICT (type) DO NOTHING`,
-    [types, now],
+    `INSERT INTO delay_type_limit (type, updated_at, declared_concurrency, declared_rate_starts,
+                                   declared_rate_per_ms, declared_per_key, declared_at, declared_by)
+     SELECT d.type, $6, d.concurrency, d.starts, d.per_ms, d.per_key, $6, $7
+     FROM unnest($1::text[], $2::int[], $3::int[], $4::bigint[], $5::boolean[])
+          AS d(type, concurrency, starts, per_ms, per_key)
+     WHERE d.concurrency IS NOT NULL OR d.starts IS NOT NULL
+        OR EXISTS (SELECT 1 FROM delay_type_limit l WHERE l.type = d.type)
+     ON CONFLICT (type) DO UPDATE
+       SET declared_concurrency = EXCLUDED.declared_concurrency,
+           declared_rate_starts = EXCLUDED.declared_rate_starts,
+           declared_rate_per_ms = EXCLUDED.declared_rate_per_ms,
+           declared_per_key = EXCLUDED.declared_per_key,
+           declared_at = EXCLUDED.declared_at,
+           declared_by = EXCLUDED.declared_by`,
+    [
+      declarations.map((d) => d.type),
+      declarations.map((d) => d.limit.concurrency),
+      declarations.map((d) => d.limit.rate?.starts ?? null),
+      declarations.map((d) => d.limit.rate?.perMs ?? null),
+      declarations.map((d) => d.perKey),
+      now,
+      instanceId,
+    ],
   );
 }
 
@@ -166,7 +221,8 @@ export type CreditAnswer =
 /**
  * Takes up to `count` credits for starts of `type`/`key`, marking them in
  * flight for `holder`, in a statement of its own (committed before the
- * claim). The rate is the run-time one when set, else `declared`. `nowMs` is
+ * claim). The rate is the run-time one when set, else the stored declared
+ * one, else `declared` (this instance's code). `nowMs` is
  * the clock's time for a clock of the test's own; null uses the database's
  * (the default). Credits are made on first use.
  */
@@ -188,8 +244,10 @@ export async function takeCredits(
       next_free_ms: number | null;
     }>(
       `WITH ${ASYNC_COMMIT}, rate AS (
-         SELECT CASE WHEN l.overridden THEN l.rate_starts ELSE $3::int END AS starts,
-                CASE WHEN l.overridden THEN l.rate_per_ms ELSE $4::bigint END AS per_ms,
+         SELECT CASE WHEN l.overridden THEN l.rate_starts
+                     ELSE ${declaredColumn('l', 'rate_starts', '$3::int')} END AS starts,
+                CASE WHEN l.overridden THEN l.rate_per_ms
+                     ELSE ${declaredColumn('l', 'rate_per_ms', '$4::bigint')} END AS per_ms,
                 COALESCE(to_timestamp($6::float8 / 1000), clock_timestamp()) AS now
          FROM async LEFT JOIN delay_type_limit l ON l.type = $1
        ), free AS (

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 11: the entity a task belongs to (`schedule({ entity: 'order:42' })`),
+ * Version 12: the entity a task belongs to (`schedule({ entity: 'order:42' })`),
  * so that every task of one business object can be found, cancelled or moved
  * at once without knowing each task's key.
  * - `delayed_task.entity`: nullable; at most 500 characters, as a key.

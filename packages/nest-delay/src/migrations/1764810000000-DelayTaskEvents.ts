@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 12: the history behind an entity's timeline (DelayAdmin.timeline).
+ * Version 13: the history behind an entity's timeline (DelayAdmin.timeline).
  * `delay_task_event` holds one row per state change of a task that has an
  * entity, written by the statement of the change itself (scheduled,
  * replaced, debounced, an attempt started, retried, snoozed, dead-lettered,

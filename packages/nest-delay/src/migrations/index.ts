@@ -8,6 +8,7 @@ import { DelayTraceContext1764400000000 } from './1764400000000-DelayTraceContex
 import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
 import { DelayLimits1764600000000 } from './1764600000000-DelayLimits.js';
 import { DelayScheduleOwnership1764720000000 } from './1764720000000-DelayScheduleOwnership.js';
+import { DelayDeclaredLimits1764760000000 } from './1764760000000-DelayDeclaredLimits.js';
 import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js';
 import { DelayTaskEvents1764810000000 } from './1764810000000-DelayTaskEvents.js';
 
@@ -30,6 +31,7 @@ export const delayMigrations = [
   DelaySchedules1764500000000,
   DelayLimits1764600000000,
   DelayScheduleOwnership1764720000000,
+  DelayDeclaredLimits1764760000000,
   DelayTaskEntity1764800000000,
   DelayTaskEvents1764810000000,
 ];

@@ -8,10 +8,13 @@ import { DelayRuntime } from '../runtime/delay.runtime.js';
 import type { ExecutionCounts, TypeCounts } from '../claim/execution-stats.js';
 import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
 import { nextScheduleEvent } from '../schedules/recurring-statements.js';
+import { DelaySchedules } from '../schedules/delay-schedules.service.js';
+import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
 import { ManualClock } from './manual-clock.js';
+import { resetEngine } from './engine-reset.js';
 
 /** What ran during an `advance` or `runDue`, in this instance. */
 export interface RunReport extends TypeCounts {
@@ -21,6 +24,18 @@ export interface RunReport extends TypeCounts {
 /** Tasks to look for: every field narrows. `runAt` matches the due time exactly. */
 export interface ScheduledFilter extends Omit<TaskFilter, 'state'> {
   runAt?: Date | number;
+}
+
+/** How `advance` and `advanceTo` treat recurring schedules. */
+export interface AdvanceOptions {
+  /**
+   * `true` (default): every occurrence in the span runs, one after another.
+   * `false`: the schedules are left out of this move, as if paused for its
+   * span: none of their occurrences runs, only one-off tasks (and retries).
+   * They are resumed at the end; what they missed then follows each one's
+   * catch-up policy at the next `advance` or `runDue` that includes them.
+   */
+  schedules?: boolean;
 }
 
 /** What a handler did when run by `perform`. */
@@ -50,6 +65,8 @@ export class DelayTester {
     private readonly registry: HandlerRegistry,
     readonly delay: DelayService,
     private readonly anyClock: Clock,
+    private readonly schedules: DelaySchedules,
+    private readonly declared: ScheduleRegistry,
   ) {}
 
   static for(app: INestApplicationContext): DelayTester {
@@ -59,6 +76,8 @@ export class DelayTester {
       get(HandlerRegistry),
       get(DelayService),
       get<Clock>(CLOCK),
+      get(DelaySchedules),
+      get(ScheduleRegistry),
     );
   }
 
@@ -77,14 +96,16 @@ export class DelayTester {
    * what ran. Recurring schedules are planned on the way, a window ahead of
    * each occurrence as a running app plans them, so each occurrence in the
    * span runs once (a jump does not count as downtime for catch-up).
+   * `{ schedules: false }` leaves them out: one-off tasks only.
    */
-  advance(by: Duration): Promise<RunReport> {
-    return this.advanceTo(this.clock.now() + parseDuration(by, 'advance'));
+  advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
+    return this.advanceTo(this.clock.now() + parseDuration(by, 'advance'), options);
   }
 
   /** Moves time to `at` (never backwards) and runs everything due by then, as `advance` does. */
-  async advanceTo(at: Date | number): Promise<RunReport> {
+  async advanceTo(at: Date | number, options: AdvanceOptions = {}): Promise<RunReport> {
     const target = typeof at === 'number' ? at : at.getTime();
+    if (options.schedules === false) return this.withoutSchedules(() => this.jumpTo(target));
     const before = this.runtime.dispatcher.stats.snapshot();
     const { windowMs } = this.runtime.ctx.options;
     const { pool } = this.runtime.ctx.db;
@@ -103,6 +124,51 @@ export class DelayTester {
     this.clock.set(target);
     await this.runtime.settle();
     return difference(this.runtime.dispatcher.stats.snapshot(), before);
+  }
+
+  /** One step to `target`: what a schedule would do on the way is not looked at. */
+  private async jumpTo(target: number): Promise<RunReport> {
+    const before = this.runtime.dispatcher.stats.snapshot();
+    this.clock.set(Math.max(this.clock.now(), target));
+    await this.runtime.settle();
+    return difference(this.runtime.dispatcher.stats.snapshot(), before);
+  }
+
+  /**
+   * Pauses every running schedule (withdrawing what was planned ahead, as
+   * DelaySchedules.pause does everywhere), runs `fn`, then resumes them, even
+   * when `fn` throws. Those already paused stay paused.
+   */
+  private async withoutSchedules<T>(fn: () => Promise<T>): Promise<T> {
+    const running = (await this.schedules.list()).filter((s) => !s.paused).map((s) => s.name);
+    for (const name of running) await this.schedules.pause(name);
+    try {
+      return await fn();
+    } finally {
+      for (const name of running) await this.schedules.resume(name);
+    }
+  }
+
+  /**
+   * Starts a test from a clean engine: deletes every task (one-off and
+   * planned occurrences), attempt note and schedule in the module's tables on
+   * its database, and what this instance holds in memory, then writes the
+   * app's @RecurringTask schedules again, their first occurrence after the
+   * clock's now. Schedules added at run time are gone; limits set at run
+   * time stay (DelayLimits.reset).
+   * For a test's own database only: it refuses unless the app runs on a
+   * ManualClock (useManualClock), and is meant for a beforeEach, when
+   * nothing runs.
+   */
+  async reset(): Promise<void> {
+    if (!(this.anyClock instanceof ManualClock)) {
+      throw new Error(
+        "DelayTester.reset() deletes every task and schedule in the module's tables: it runs only in an app " +
+          'built with useManualClock(builder), the mark of a test. This app runs on another clock.',
+      );
+    }
+    await resetEngine(this.runtime, this.declared.all(), this.anyClock.now());
+    await this.runtime.settle();
   }
 
   /** Runs everything due by now (and whatever falls due while it runs); reports what ran. */

@@ -3,6 +3,7 @@ export { ManualClock } from './manual-clock.js';
 export {
   DelayTester,
   useManualClock,
+  type AdvanceOptions,
   type PerformResult,
   type RunReport,
   type ScheduledFilter,
