@@ -41,7 +41,8 @@ export async function recordAttempt(
  * same message would join its transaction instead), then the claim's
  * transaction begins. A script takes no parameters, so the values are
  * quoted into it: the instance id by pg's own quoting, ids checked as digits,
- * the time as an ISO literal.
+ * the time as an ISO literal. Returns the note's id, and whether the
+ * database has deferrable constraints (so whether a fence checks them).
  */
 export async function recordAttemptAndBegin(
   connection: ClaimConnection,
@@ -49,7 +50,7 @@ export async function recordAttemptAndBegin(
   ids: TaskId[],
   now: Date,
   backstopMs: number,
-): Promise<string> {
+): Promise<{ noteId: string; deferrable: boolean }> {
   for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not a task id: ${id}`);
   const note = noteStatement(
     connection.literal(instanceId),
@@ -57,7 +58,8 @@ export async function recordAttemptAndBegin(
     `'${now.toISOString()}'::timestamptz`,
   );
   const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs);
-  return (results[1][0] as { id: string }).id;
+  const row = results[1][0] as { id: string; deferrable: boolean };
+  return { noteId: row.id, deferrable: row.deferrable };
 }
 
 /**
@@ -86,7 +88,12 @@ function noteStatement(instanceId: string, ids: string, now: string): string {
        SELECT ${instanceId}, ${ids}, ${now}, now() FROM async
        RETURNING id
      )
-     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}) FROM noted`;
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}),
+            -- Whether the database has constraints a COMMIT checks (see ClaimConnection.fence):
+            -- read here, in a round trip the claim makes anyway.
+            EXISTS (SELECT 1 FROM pg_constraint WHERE condeferrable)
+              OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgdeferrable) AS deferrable
+     FROM noted`;
 }
 
 /**

@@ -236,11 +236,14 @@ export class ClaimBatch {
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
+    // Unknown (undefined): checked, the safe side.
+    const check = plan.deferrable !== false;
     for (let index = 0, row = source.next(); row; index++, row = source.next()) {
       // One round trip per fence: the previous task's deferred constraints
       // are checked, its savepoint released and this one's taken.
       const probe = index === 0 ? undefined : source.probe;
-      if (!(await this.fence(connection, fates, nowMs, index === 0 ? 'first' : 'next', probe))) {
+      const step = index === 0 ? 'first' : 'next';
+      if (!(await this.fence(connection, fates, nowMs, step, check, probe))) {
         source.stopBefore?.(row);
         break;
       }
@@ -252,7 +255,7 @@ export class ClaimBatch {
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch. (After a
     // probe's stop, the savepoint it opened is empty: released here too.)
-    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last');
+    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last', check);
     return fates;
   }
 
@@ -268,11 +271,12 @@ export class ClaimBatch {
     fates: Fate[],
     nowMs: number,
     step: 'first' | 'next' | 'last',
+    check: boolean,
     probe?: string,
   ): Promise<boolean> {
     let goOn: boolean;
     try {
-      goOn = await connection.fence(step, probe);
+      goOn = await connection.fence(step, { probe, check });
     } catch (error) {
       const previous = fates[fates.length - 1];
       // 'first' closes nothing: a failure there is not the task before's.
@@ -280,7 +284,7 @@ export class ClaimBatch {
       await this.rollbackToSavepoint(connection);
       const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      goOn = await connection.fence(step, probe);
+      goOn = await connection.fence(step, { probe, check });
     }
     AfterCommit.savepoint(connection.runner);
     return goOn;

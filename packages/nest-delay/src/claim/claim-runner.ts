@@ -89,13 +89,14 @@ export class ClaimRunner {
       await this.notes.forgetEarlier(connection.sql);
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
-      noteId = await recordAttemptAndBegin(
+      let deferrable: boolean;
+      ({ noteId, deferrable } = await recordAttemptAndBegin(
         connection,
         ctx.options.instanceId,
         ids,
         new Date(nowMs),
         this.batch.backstopMs,
-      );
+      ));
       this.notes.noted(connection, noteId);
       result = await this.batch.run(connection, ids, {
         nowMs,
@@ -111,6 +112,7 @@ export class ClaimRunner {
         },
         // A gate's tasks run fenced from the start: a failure never starts a handler twice.
         fenced: gated !== undefined,
+        deferrable,
         onStart: line?.onStart,
       });
     } catch (error) {

@@ -111,10 +111,15 @@ export interface ClaimConnection {
    * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
    * next one's; `last` checks and releases the last task's. A failed check
    * leaves the task's savepoint aborted, for rollbackToSavepoint, then the same step again.
-   * `probe`, a statement whose one boolean says whether to go on, is sent
-   * last in the same round trip; its answer is returned (true without one).
+   * `check` false leaves the deferred check out (the database has no
+   * deferrable constraints). `probe`, a statement whose one boolean says
+   * whether to go on, is sent last in the same round trip; its answer is
+   * returned (true without one).
    */
-  fence(step: 'first' | 'next' | 'last', probe?: string): Promise<boolean>;
+  fence(
+    step: 'first' | 'next' | 'last',
+    options?: { check?: boolean; probe?: string },
+  ): Promise<boolean>;
   /** Undoes the current task's writes: back to its savepoint, still open. */
   rollbackToSavepoint(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
@@ -158,9 +163,14 @@ const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDI
 
 const FENCE = {
   first: `SAVEPOINT ${SAVEPOINT}`,
-  next: `${DEFERRED_CHECK}; RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
-  last: `${DEFERRED_CHECK}; RELEASE SAVEPOINT ${SAVEPOINT}`,
+  next: `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
+  last: `RELEASE SAVEPOINT ${SAVEPOINT}`,
 } as const;
+
+/** A fence's step, the deferred check first when the database has deferrable constraints. */
+function fenceScript(step: keyof typeof FENCE, check: boolean): string {
+  return check && step !== 'first' ? `${DEFERRED_CHECK}; ${FENCE[step]}` : FENCE[step];
+}
 
 /**
  * Postgres-side limits for the rest of a claim transaction, so that even a
@@ -230,8 +240,9 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
-    async fence(step, probe) {
-      const replies = await script(probe ? `${FENCE[step]}; ${probe}` : FENCE[step]);
+    async fence(step, { check = true, probe } = {}) {
+      const steps = fenceScript(step, check);
+      const replies = await script(probe ? `${steps}; ${probe}` : steps);
       if (!probe) return true;
       const [row] = replies[replies.length - 1].rows as Array<Record<string, unknown>>;
       return row !== undefined && Object.values(row)[0] === true;
