@@ -2,6 +2,7 @@ import { delayMigrations } from 'nest-delay';
 import { CreateOrders1763800001000 } from './1763800001000-CreateOrders.js';
 import { IdempotencyKeyCreatedAt1764600000000 } from './1764600000000-IdempotencyKeyCreatedAt.js';
 import { CustomerNotifiedEvent1764900000000 } from './1764900000000-CustomerNotifiedEvent.js';
+import { OrderRefunds1765000000000 } from './1765000000000-OrderRefunds.js';
 
 /**
  * Every migration, in order: the delay package's own, then the orders tables
@@ -13,4 +14,5 @@ export const migrations = [
   CreateOrders1763800001000,
   IdempotencyKeyCreatedAt1764600000000,
   CustomerNotifiedEvent1764900000000,
+  OrderRefunds1765000000000,
 ];

@@ -109,10 +109,13 @@ export const createProject: SystemFactory = (settings) => {
   let delay: DelayService;
   let tracing: BenchTracing | undefined;
   const pool = () => (app!.get(DataSource).driver as unknown as { master: pg.Pool }).master;
+  // BENCH_ENTITY=1 (bench:timeline): each task names its order, so the timeline's history is written.
+  const withEntity = process.env.BENCH_ENTITY === '1';
   const request = (task: Task) => ({
     type: TASK_TYPE,
     payload: { orderId: task.orderId },
     runAt: task.dueAtMs,
+    ...(withEntity ? { entity: `order:${task.orderId}` } : {}),
   });
   return {
     async start() {

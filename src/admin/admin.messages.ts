@@ -18,3 +18,6 @@ export const unknownTaskType = (type: string) =>
 
 export const emptyLimitChange =
   'Give concurrency, rate or both (null removes that limit); DELETE goes back to the declared limits';
+
+export const invalidEntity = (value: string) =>
+  `entity must name a business object, such as order:42: 1 to 500 characters, without NUL characters or unpaired surrogates; got ${JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)}`;

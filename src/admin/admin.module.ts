@@ -6,6 +6,7 @@ import {
 } from '@nestjs/common';
 import { AdminAuthGuard } from './admin-auth.guard.js';
 import { AdminClusterController } from './admin-cluster.controller.js';
+import { AdminEntitiesController } from './admin-entities.controller.js';
 import { AdminPageController } from './admin-page.controller.js';
 import { AdminSchedulesController } from './admin-schedules.controller.js';
 import { adminRequest } from './admin-request.middleware.js';
@@ -28,6 +29,7 @@ export class AdminModule implements NestModule {
       module: AdminModule,
       controllers: [
         AdminTasksController,
+        AdminEntitiesController,
         AdminClusterController,
         AdminSchedulesController,
         AdminTypesController,
@@ -48,6 +50,7 @@ export class AdminModule implements NestModule {
       .apply(adminRequest)
       .forRoutes(
         AdminTasksController,
+        AdminEntitiesController,
         AdminClusterController,
         AdminSchedulesController,
         AdminTypesController,

@@ -9,6 +9,13 @@ export class TaskView {
   @ApiProperty({ example: '42' }) id!: string;
   @ApiProperty({ example: 'order.close-unpaid' }) type!: string;
   @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The business object it belongs to',
+    example: 'order:42',
+  })
+  entity!: string | null;
   @ApiProperty({ description: 'JSON', nullable: true }) payload!: unknown;
   @ApiProperty() dueAt!: Date;
   @ApiProperty({ enum: ['pending', 'executed', 'cancelled', 'dead'] }) state!: string;
@@ -140,4 +147,83 @@ export function toWheelView(snapshot: WheelSnapshot): WheelView {
       latestDueAt: iso(latestDueAtMs),
     })),
   };
+}
+
+export class EntityActionView {
+  @ApiProperty({ example: 'order:42' }) entity!: string;
+  @ApiProperty({ type: [String], description: 'The tasks changed, in id order' }) ids!: string[];
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'number' },
+    description: 'How many tasks changed, per type',
+    example: { 'order.auto-review': 1 },
+  })
+  byType!: Record<string, number>;
+  @ApiProperty({
+    type: [TaskView],
+    description:
+      'The tasks as changed. A task that was running is waited for, and listed only if its attempt left it pending',
+  })
+  tasks!: DelayedTask[];
+}
+
+export class TimelineEntryView {
+  @ApiProperty() at!: Date;
+  @ApiProperty({ example: '42' }) taskId!: string;
+  @ApiProperty({ example: 'order.close-unpaid' }) type!: string;
+  @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty({
+    enum: [
+      'scheduled',
+      'replaced',
+      'debounced',
+      'started',
+      'retried',
+      'snoozed',
+      'dead',
+      'charged',
+      'cancelled',
+      'rescheduled',
+      'revived',
+      'executed',
+    ],
+  })
+  event!: string;
+  @ApiProperty({ type: Number, nullable: true }) attempt!: number | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The instance that ran the attempt' })
+  instance!: string | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'From the claim to the fate' })
+  durationMs!: number | null;
+  @ApiProperty({ type: Date, nullable: true }) dueAt!: Date | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Error or reason' })
+  detail!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'W3C trace id of the scheduling request',
+  })
+  traceId!: string | null;
+}
+
+export class TimelineDueView {
+  @ApiProperty() taskId!: string;
+  @ApiProperty() type!: string;
+  @ApiProperty({ type: String, nullable: true }) key!: string | null;
+  @ApiProperty() dueAt!: Date;
+}
+
+export class TimelineView {
+  @ApiProperty({ example: 'order:42' }) entity!: string;
+  @ApiProperty({ type: [TimelineEntryView], description: 'What happened, in time order' })
+  entries!: TimelineEntryView[];
+  @ApiProperty({ type: [TimelineDueView], description: 'What is still due, by due time' })
+  due!: TimelineDueView[];
+  @ApiProperty({ type: [TaskView] }) tasks!: DelayedTask[];
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Finished tasks and their history are pruned this long after they finished',
+  })
+  finishedForgottenAfterMs!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) deadForgottenAfterMs!: number | null;
 }

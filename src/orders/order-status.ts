@@ -1,5 +1,11 @@
 /** The values the API and the database share; each list is the source of its type. */
-export const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'FINISHED', 'CLOSED'] as const;
+export const ORDER_STATUSES = [
+  'PENDING_PAYMENT',
+  'PAID',
+  'FINISHED',
+  'CLOSED',
+  'REFUNDED',
+] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export const CLOSE_REASONS = ['PAYMENT_TIMEOUT', 'USER_CANCELLED'] as const;
@@ -16,6 +22,7 @@ export const ORDER_EVENT_TYPES = [
   'REVIEWED',
   'AUTO_REVIEWED',
   'CUSTOMER_NOTIFIED',
+  'REFUNDED',
 ] as const;
 export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number];
 

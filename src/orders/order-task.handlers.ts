@@ -17,6 +17,7 @@ import {
   CLOSE_UNPAID_TASK,
   NOTIFY_CLOSED_TASK,
   notifyClosedKey,
+  orderEntity,
   type OrderTaskPayload,
 } from './order-tasks.js';
 import * as rules from './order-transitions.js';
@@ -57,6 +58,7 @@ export class OrderTaskHandlers {
         {
           type: NOTIFY_CLOSED_TASK,
           key: notifyClosedKey(orderId),
+          entity: orderEntity(orderId),
           payload: { orderId },
           runAt: now,
         },

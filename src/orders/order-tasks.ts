@@ -8,6 +8,9 @@ export interface OrderTaskPayload {
   orderId: string;
 }
 
+/** The entity every task of an order belongs to: cancel or move them all at once by it. */
+export const orderEntity = (orderId: string) => `order:${orderId}`;
+
 export const closeUnpaidKey = (orderId: string) => `order:${orderId}:close-unpaid`;
 export const autoReviewKey = (orderId: string) => `order:${orderId}:auto-review`;
 export const notifyClosedKey = (orderId: string) => `order:${orderId}:notify-closed`;

@@ -89,6 +89,23 @@ export function finish(order: Order, now: Date, autoReviewAt: Date): Transition 
   };
 }
 
+/**
+ * A paid order (finished or not) is refunded; every task it still has
+ * waiting was cancelled in the same transaction (`cancelledTasks` of them).
+ */
+export function refund(order: Order, now: Date, cancelledTasks: number): Transition {
+  if (order.status !== 'PAID' && order.status !== 'FINISHED') {
+    throw new OrderStateConflictError(
+      order.id,
+      statusConflict(order.id, order.status, 'refunded', 'PAID or FINISHED'),
+    );
+  }
+  return {
+    changes: { status: 'REFUNDED', autoReviewAt: null },
+    event: { type: 'REFUNDED', actor: 'user', data: { cancelledTasks } },
+  };
+}
+
 export function review(order: Order, now: Date, stars: number, comment: string | null): Transition {
   requireStatus(order, 'FINISHED', 'reviewed');
   if (order.reviewStatus !== 'NONE') {

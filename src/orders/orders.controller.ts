@@ -151,6 +151,23 @@ export class OrdersController {
     return toOrderView(await this.orders.finish(id));
   }
 
+  @Post(':id/refund')
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    summary:
+      'Refund a PAID or FINISHED order; every task it has waiting (close, review, notification) is cancelled with it',
+  })
+  @ApiParam({ name: 'id', format: 'uuid' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiOkResponse({ type: OrderSchema })
+  @ApiConflictResponse({ type: ErrorSchema, description: "The order's state does not allow it" })
+  async refund(
+    @Param('id', OrderIdPipe) id: string,
+    @Body(NoBodyPipe) _body: undefined,
+  ): Promise<OrderView> {
+    return toOrderView(await this.orders.refund(id));
+  }
+
   @Post(':id/review')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({ summary: 'Review a FINISHED order once, 1 to 5 stars' })

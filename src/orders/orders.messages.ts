@@ -7,7 +7,8 @@ export const statusConflict = (
   id: string,
   status: OrderStatus,
   action: string,
-  required: OrderStatus,
+  /** The status it must have, or several: 'PAID or FINISHED'. */
+  required: string,
 ) => `Order ${id} is ${status}: only a ${required} order can be ${action}`;
 
 export const alreadyReviewed = (id: string, reviewStatus: ReviewStatus) =>

@@ -19,6 +19,7 @@ import {
   autoReviewKey,
   CLOSE_UNPAID_TASK,
   closeUnpaidKey,
+  orderEntity,
   type OrderTaskPayload,
 } from './order-tasks.js';
 import * as rules from './order-transitions.js';
@@ -145,6 +146,25 @@ export class OrdersService {
   }
 
   /**
+   * Refunds a paid or finished order. Every task the order still has waiting
+   * (its close, its review, a notification: whatever its key) is cancelled by
+   * its entity in the same transaction, before the order is locked (the lock
+   * order of `transition`); if the rule says no, the rollback brings them back.
+   */
+  refund(id: string): Promise<Order> {
+    return this.transaction(async (manager) => {
+      const dropped = await this.delay.cancelEntity(orderEntity(id), { manager });
+      const order = await lockOrder(manager, id);
+      if (!order) throw new OrderNotFoundError(id);
+      const now = new Date(this.clock.now());
+      const transition = rules.refund(order, now, dropped.ids.length);
+      await applyTransition(manager, order, transition, now);
+      this.events.publish(manager, { orderId: id, ...transition.event, at: now });
+      return order;
+    });
+  }
+
+  /**
    * One user transition. The pending task it makes moot is cancelled before
    * the order is locked: the claim transaction of a firing task locks the task
    * row and then (in the handler) the order, so taking the two locks in the
@@ -212,7 +232,7 @@ export class OrdersService {
     runAt: Date,
   ) {
     return this.delay.schedule<OrderTaskPayload>(
-      { type, key, payload: { orderId }, runAt },
+      { type, key, entity: orderEntity(orderId), payload: { orderId }, runAt },
       { manager },
     );
   }

@@ -16,6 +16,9 @@ describe('the admin API in the OpenAPI document', () => {
     const admin = Object.entries(doc.paths).filter(([path]) => path.startsWith('/admin/api'));
     expect(admin.map(([path]) => path).sort()).toEqual([
       '/admin/api/counts',
+      '/admin/api/entities/{entity}/cancel',
+      '/admin/api/entities/{entity}/reschedule',
+      '/admin/api/entities/{entity}/timeline',
       '/admin/api/instances',
       '/admin/api/schedules',
       '/admin/api/schedules/{name}/pause',
@@ -45,7 +48,7 @@ describe('the admin API in the OpenAPI document', () => {
   it('documents the listing filters and the shapes a page reads', () => {
     const list = doc.paths['/admin/api/tasks'].get!;
     expect(list.parameters?.map((p) => ('name' in p ? p.name : '')).sort()).toEqual(
-      ['cursor', 'dueBefore', 'dueFrom', 'key', 'keyPrefix', 'limit', 'state', 'type'].sort(),
+      ['cursor', 'dueBefore', 'dueFrom', 'entity', 'key', 'keyPrefix', 'limit', 'state', 'type'].sort(),
     );
     const schemas = doc.components?.schemas ?? {};
     for (const name of [

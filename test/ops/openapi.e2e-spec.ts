@@ -15,6 +15,7 @@ describe('OpenAPI', () => {
         '/orders/{id}/cancel',
         '/orders/{id}/finish',
         '/orders/{id}/review',
+        '/orders/{id}/refund',
         '/health/live',
         '/health/ready',
       ]),
@@ -49,6 +50,7 @@ describe('OpenAPI', () => {
       'PAID',
       'FINISHED',
       'CLOSED',
+      'REFUNDED',
     ]);
     expect(ErrorSchema.properties.message.example).toMatch(
       /only a PENDING_PAYMENT order can be paid/,

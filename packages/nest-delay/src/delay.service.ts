@@ -28,7 +28,18 @@ import {
   type ActedRow,
 } from './tasks/transition-statements.js';
 import { stateOf, toTask } from './tasks/task-row.js';
-import { cancel, leaseFor, replace, reschedule, revive } from './tasks/task-transitions.js';
+import {
+  cancel,
+  cancelEntity,
+  debounce,
+  leaseFor,
+  replace,
+  reschedule,
+  rescheduleEntity,
+  revive,
+} from './tasks/task-transitions.js';
+import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
+import { cancelEntityTasks, rescheduleEntityTasks } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
 import type { DelayStats } from './delay-stats.js';
 import type { EntityManager } from 'typeorm';
@@ -36,6 +47,9 @@ import type { TaskRow } from './tasks/task-row.js';
 import type {
   BulkScheduleResult,
   DelayedTask,
+  EntityActionOptions,
+  EntityActionResult,
+  EntityMoveRequest,
   JsonValue,
   RunAt,
   ScheduleRequest,
@@ -62,7 +76,9 @@ export class DelayService {
   /**
    * One task. With a `key` that a pending task already holds, `ifExists`
    * decides: `keep` (default) returns that task unchanged, `replace` moves it
-   * to this request. Either way one statement, whatever races it.
+   * to this request, `debounce` moves it to this request but never later
+   * than `maxWait` after its first request. Each one statement, whatever
+   * races it (several instances included): one pending task per key.
    */
   async schedule<P = JsonValue>(
     request: ScheduleRequest<P>,
@@ -89,9 +105,7 @@ export class DelayService {
             sql,
             req,
             lockedBy,
-            req.ifExists === 'replace'
-              ? replace(req.dueAtMs, nowMs, this.policy, inCaller)
-              : 'keep',
+            this.onKey(req, nowMs, inCaller),
             now,
             traceContext,
           );
@@ -114,11 +128,11 @@ export class DelayService {
   ): Promise<BulkScheduleResult[]> {
     if (!Array.isArray(requests)) throw new DelayValidationError('requests', 'must be an array');
     const reqs = requests.map((request, i) => this.normalize(request, `requests[${i}].`));
-    const replacing = reqs.findIndex((req) => req.ifExists === 'replace');
+    const replacing = reqs.findIndex((req) => req.ifExists !== 'keep');
     if (replacing !== -1) {
       throw new DelayValidationError(
         `requests[${replacing}].ifExists`,
-        "'replace' is not supported by scheduleMany, whose duplicates keep their task; use schedule",
+        `'${reqs[replacing].ifExists}' is not supported by scheduleMany, whose duplicates keep their task; use schedule`,
       );
     }
     if (reqs.length === 0) return [];
@@ -239,6 +253,70 @@ export class DelayService {
   }
 
   /**
+   * Cancels every pending task of `entity` (only those of `options.types`, if
+   * given), in one statement, in the caller's transaction with `{ manager }`:
+   * rolled back with it. A task whose attempt is running is waited for (its
+   * claim holds its row): cancelled if that attempt leaves it pending, left
+   * out if it completed. Call it before locking rows that your handlers lock
+   * too (as with cancel), so a handler and this never wait on each other.
+   * No pending task is not an error: the result is empty.
+   */
+  async cancelEntity(
+    entity: string,
+    options: EntityActionOptions = {},
+  ): Promise<EntityActionResult> {
+    const scope = checkEntityScope(entity, options?.types);
+    const { manager } = options;
+    const rows = await cancelEntityTasks(
+      this.db.in(manager),
+      scope,
+      cancelEntity(),
+      new Date(this.now()),
+    );
+    // As cancel: in a caller's transaction the wheels are left alone, and a
+    // claim that fires one finds it cancelled (or not, if it rolled back).
+    if (!manager) for (const row of rows) this.wheel.drop(row.id);
+    if (rows.length > 0 && this.observer.wants('onCancelled')) {
+      const events = rows.map((row) => ({
+        id: row.id,
+        type: row.type,
+        key: row.key,
+        dueAt: row.due_at,
+      }));
+      this.runtime.ctx.afterCommit.run(manager, () => {
+        for (const event of events) this.observer.emit('onCancelled', event);
+      });
+    }
+    return entityResult(scope.entity, rows);
+  }
+
+  /**
+   * Moves every pending task of `entity` (of `options.types`, if given):
+   * `{ by: '2h' }` each later by a duration from its own due time, or
+   * `{ to: date }` all to one time. One statement, in the caller's
+   * transaction with `{ manager }`; a running task is waited for, as in
+   * cancelEntity. The wheels follow as for reschedule.
+   */
+  async rescheduleEntity(
+    entity: string,
+    move: EntityMoveRequest,
+    options: EntityActionOptions = {},
+  ): Promise<EntityActionResult> {
+    const scope = checkEntityScope(entity, options?.types);
+    const nowMs = this.now();
+    const checked = checkEntityMove(move, nowMs);
+    const { manager } = options;
+    const rows = await rescheduleEntityTasks(
+      this.db.in(manager),
+      scope,
+      rescheduleEntity(checked, nowMs, this.policy, manager !== undefined),
+      new Date(nowMs),
+    );
+    for (const row of rows) this.track(row, manager);
+    return entityResult(scope.entity, rows);
+  }
+
+  /**
    * Revives a dead-lettered task: pending again, due now, with fresh
    * attempts. ("Retry" is what the engine does after a failed attempt; this
    * is the operator's second chance for a task that has none left.)
@@ -298,6 +376,18 @@ export class DelayService {
         expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
       },
     };
+  }
+
+  /** What a keyed schedule does to the pending task already holding its key. */
+  private onKey(req: NormalizedRequest, nowMs: number, inCaller: boolean) {
+    switch (req.ifExists) {
+      case 'keep':
+        return 'keep';
+      case 'replace':
+        return replace(req.dueAtMs, nowMs, this.policy, inCaller);
+      case 'debounce':
+        return debounce(req.maxWaitMs as number, nowMs, this.policy, inCaller);
+    }
   }
 
   private get db() {
@@ -368,4 +458,11 @@ export class DelayService {
     if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
     return row;
   }
+}
+
+/** What an entity action changed, from the rows it returned (in id order). */
+function entityResult(entity: string, rows: TaskRow[]): EntityActionResult {
+  const byType: Record<string, number> = {};
+  for (const row of rows) byType[row.type] = (byType[row.type] ?? 0) + 1;
+  return { entity, ids: rows.map((row) => row.id), byType, tasks: rows.map((row) => toTask(row)) };
 }

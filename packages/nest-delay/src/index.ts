@@ -27,6 +27,8 @@ export type {
   WheelSnapshot,
 } from './admin/admin.types.js';
 export type { StateCount, TaskCounts } from './admin/task-counts.js';
+export type { EntityTimeline, TimelineEntry } from './admin/entity-timeline.js';
+export type { TaskEventName } from './tasks/task-events.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
 export { TaskOutcome } from './task-outcome.js';
 export type {
@@ -46,6 +48,9 @@ export type {
   TaskRef,
   TaskState,
   TransactionOptions,
+  EntityActionOptions,
+  EntityActionResult,
+  EntityMoveRequest,
 } from './task.types.js';
 export { DelayValidationError } from './errors/delay-validation.error.js';
 export { DuplicateHandlerError } from './errors/duplicate-handler.error.js';

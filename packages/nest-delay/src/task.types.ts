@@ -22,6 +22,8 @@ export interface DelayedTask<P = JsonValue> {
   id: TaskId;
   type: string;
   key: string | null;
+  /** The business object it belongs to (`order:42`), or null: see ScheduleRequest.entity. */
+  entity: string | null;
   payload: P;
   dueAt: Date;
   state: TaskState;
@@ -46,8 +48,25 @@ export interface ScheduleRequest<P = JsonValue> {
   runAt?: Date | string | number;
   /** A business key such as `order:42:auto-review`; at most one pending task per key. */
   key?: string;
-  /** With a key that is already pending: keep that task (default) or move it to this request. */
-  ifExists?: 'keep' | 'replace';
+  /**
+   * The business object the task belongs to, such as `order:42` (1 to 500
+   * characters): every task of one entity can be cancelled or moved at once
+   * (DelayService.cancelEntity, rescheduleEntity) without knowing their keys.
+   */
+  entity?: string;
+  /**
+   * With a key that is already pending: keep that task (default), move it to
+   * this request (`replace`), or `debounce`: move it to this request but
+   * never later than `maxWait` after the pending task was first scheduled
+   * (a trailing debounce with a maximum wait; one task runs).
+   */
+  ifExists?: 'keep' | 'replace' | 'debounce';
+  /**
+   * With `ifExists: 'debounce'` (and only then): how long after the first
+   * request the task runs at the latest, however often it is pushed back.
+   * Pass the same for every request of a key.
+   */
+  maxWait?: Duration;
   /** Default: the handler's `maxAttempts`, else the module's `retry.maxAttempts`. */
   maxAttempts?: number;
 }
@@ -61,6 +80,29 @@ export type BulkScheduleResult =
 export interface TransactionOptions {
   /** Write in the caller's transaction: the change exists only if it commits. */
   manager?: EntityManager;
+}
+
+/** Which of an entity's tasks an entity action takes, and in whose transaction. */
+export interface EntityActionOptions extends TransactionOptions {
+  /** Only the tasks of these types; default: every type. */
+  types?: string[];
+}
+
+/** How an entity's tasks move: each later by a duration from its own due time, or all to one time. */
+export type EntityMoveRequest = { by: Duration } | { to: Date | string | number };
+
+/**
+ * What an entity action changed: the tasks that were pending and are now
+ * cancelled (or moved), in id order, and how many of each type. A task that
+ * was running when the action came waits for its attempt to end first; it is
+ * listed only if that attempt left it pending (a retry or a snooze), not if
+ * it completed or was dead-lettered.
+ */
+export interface EntityActionResult {
+  entity: string;
+  ids: TaskId[];
+  byType: Record<string, number>;
+  tasks: DelayedTask[];
 }
 
 /** When to run a task again: in a duration from now, or at a time. */

@@ -10,7 +10,7 @@ export const TASK_STATES: TaskState[] = ['pending', 'executed', 'cancelled', 'de
 const digitsToNumber = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value;
 
-/** `GET /admin/api/tasks?state=&type=&key=&keyPrefix=&dueFrom=&dueBefore=&limit=&cursor=` */
+/** `GET /admin/api/tasks?state=&type=&key=&keyPrefix=&entity=&dueFrom=&dueBefore=&limit=&cursor=` */
 export class ListTasksQuery extends TaskFilterFields {
   @ApiPropertyOptional({ enum: TASK_STATES })
   @IsOptional()

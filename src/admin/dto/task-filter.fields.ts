@@ -27,6 +27,16 @@ export class TaskFilterFields {
   @IsStoredText()
   keyPrefix?: string;
 
+  @ApiPropertyOptional({
+    description: 'The entity the tasks belong to, exactly',
+    example: 'order:42',
+  })
+  @IsOptional()
+  @IsString()
+  @Length(1, 500)
+  @IsStoredText()
+  entity?: string;
+
   @ApiPropertyOptional({ description: 'Due at or after (ISO 8601 with a time zone)' })
   @IsOptional()
   @IsInstant()
@@ -44,6 +54,7 @@ export function toTaskFilter(fields: TaskFilterFields): Omit<TaskListFilter, 'st
     type: fields.type,
     key: fields.key,
     keyPrefix: fields.keyPrefix,
+    entity: fields.entity,
     dueFrom: fields.dueFrom === undefined ? undefined : new Date(fields.dueFrom),
     dueBefore: fields.dueBefore === undefined ? undefined : new Date(fields.dueBefore),
   };

@@ -52,6 +52,7 @@ export function listTasks(
        AND ($5::timestamptz IS NULL OR due_at < $5)
        AND ($6::bigint IS NULL
             OR (due_at, id) > ('epoch'::timestamptz + $6::bigint * interval '1 microsecond', $7::bigint))
+       AND ($9::text IS NULL OR entity = $9)
      ORDER BY due_at, id
      LIMIT $8`,
     [
@@ -63,6 +64,7 @@ export function listTasks(
       after?.dueUs ?? null,
       after?.id ?? null,
       limit,
+      filter.entity ?? null,
     ],
   );
 }

@@ -7,6 +7,8 @@ export interface TaskListFilter {
   type?: string;
   key?: string;
   keyPrefix?: string;
+  /** Tasks of this entity (`order:42`), exactly. */
+  entity?: string;
   dueFrom?: Date;
   dueBefore?: Date;
 }

@@ -24,6 +24,8 @@ import type {
   WheelSnapshot,
 } from './admin.types.js';
 import { TaskCountsCache, type TaskCounts } from './task-counts.js';
+import { buildTimeline, readTimeline, type EntityTimeline } from './entity-timeline.js';
+import { checkEntity } from '../tasks/schedule-request.js';
 import { decodeTaskCursor, encodeTaskCursor } from './task-cursor.js';
 
 /** Rows read per state by `counts` (and tasks counted per instance) unless told otherwise. */
@@ -119,6 +121,22 @@ export class DelayAdmin {
     return { retried: revived, ...rest };
   }
 
+  /**
+   * Everything about one entity (`order:42`): every task it had and has, in
+   * time order (scheduled, each attempt with its instance, retries, snoozes,
+   * moves, cancels, dead letters, executed), what is still due, and what
+   * retention forgets. Reads only the entity's rows, through its indexes.
+   */
+  async timeline(entity: string): Promise<EntityTimeline> {
+    if (entity === undefined) {
+      throw new DelayValidationError('entity', "is required: the entity's name, such as 'order:42'");
+    }
+    checkEntity(entity, 'entity');
+    const { tasks, events } = await readTimeline(this.db, entity);
+    const { keepFinishedMs, keepDeadMs } = this.runtime.ctx.options;
+    return buildTimeline(entity, tasks, events, { keepFinishedMs, keepDeadMs });
+  }
+
   /** Tasks per state and type, at most `cap` rows read per state, shared for `maxAgeMs`. */
   counts({
     cap = DEFAULT_COUNT_CAP,
@@ -202,6 +220,7 @@ function checkFilter(filter: TaskListFilter): void {
   checkText(filter.type, 'type', 200);
   checkText(filter.key, 'key', 500);
   checkText(filter.keyPrefix, 'keyPrefix', 500);
+  checkText(filter.entity, 'entity', 500);
 }
 
 /** As the table's CHECKs allow (type up to 200 characters, key up to 500). */

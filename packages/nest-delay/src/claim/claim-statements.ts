@@ -10,6 +10,7 @@ import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
 import { withdrawOccurrences } from '../tasks/transition-statements.js';
+import { startedEvents } from '../tasks/task-events.js';
 import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 
 /** A claimed row: the task with `executed_at` set and this attempt counted. */
@@ -130,7 +131,7 @@ export async function claimTasks(
     }
   >(
     `WITH mine AS (
-       DELETE FROM delay_attempt WHERE id = $3
+       DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
      ),
      -- [limits] A gate's claim: the type's pause lock shared first (a pause
      -- being committed holds it exclusively: refused), then the type's row
@@ -208,7 +209,7 @@ export async function claimTasks(
        UPDATE delayed_task t
        SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
-       RETURNING t.id, t.type, t.key, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
+       RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
                  t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
                  ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
                  ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
@@ -216,6 +217,9 @@ export async function claimTasks(
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
+     ), started AS (
+       -- [timeline] a task with an entity records its attempt, by the note's instance.
+       ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
      SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn
      FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
@@ -276,6 +280,7 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     id: row.id,
     type: row.type,
     key: row.key,
+    entity: row.entity,
     payload: row.payload,
     trace_context: row.trace_context,
     due_at: toDate(row.due_at),

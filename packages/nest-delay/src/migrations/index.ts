@@ -9,6 +9,8 @@ import { DelaySchedules1764500000000 } from './1764500000000-DelaySchedules.js';
 import { DelayLimits1764600000000 } from './1764600000000-DelayLimits.js';
 import { DelayScheduleOwnership1764720000000 } from './1764720000000-DelayScheduleOwnership.js';
 import { DelayDeclaredLimits1764760000000 } from './1764760000000-DelayDeclaredLimits.js';
+import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js';
+import { DelayTaskEvents1764810000000 } from './1764810000000-DelayTaskEvents.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -30,4 +32,6 @@ export const delayMigrations = [
   DelayLimits1764600000000,
   DelayScheduleOwnership1764720000000,
   DelayDeclaredLimits1764760000000,
+  DelayTaskEntity1764800000000,
+  DelayTaskEvents1764810000000,
 ];

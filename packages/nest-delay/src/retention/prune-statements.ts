@@ -34,7 +34,11 @@ export async function pruneTasks(
      ), gone AS (
        DELETE FROM delayed_task t
        WHERE t.id IN (SELECT id FROM finished UNION ALL SELECT id FROM dead)
-       RETURNING 1
+       RETURNING t.id, t.entity
+     ), history AS (
+       -- A pruned task's history goes with it (the timeline says what retention forgets).
+       DELETE FROM delay_task_event e USING gone
+       WHERE gone.entity IS NOT NULL AND e.entity = gone.entity AND e.task_id = gone.id
      )
      SELECT count(*)::int AS deleted FROM gone`,
     [finishedBefore, deadBefore, limit],

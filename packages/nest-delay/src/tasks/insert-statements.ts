@@ -5,6 +5,16 @@ import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import { named, recordEvents, traceIdOf } from './task-events.js';
+
+/** The event of a new task with an entity, for a CTE over rows inserted at `$now`. */
+const scheduledEvent = (rows: string, now: string) =>
+  recordEvents(rows, {
+    event: named('scheduled'),
+    at: now,
+    dueAt: 'due_at',
+    traceId: traceIdOf('trace_context'),
+  });
 
 // Creating tasks. A keyed schedule that may replace a task is insertTask,
 // in transition-statements.ts with the replace transition it may be.
@@ -21,10 +31,15 @@ export async function insertUnkeyedTask(
   now: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId> {
+  const insert = `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb, $8)`;
+  // A task with an entity records its event in the same statement; one without keeps the plain INSERT.
   const [row] = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
-     VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb)
-     RETURNING id`,
+    req.entity === null
+      ? `${insert} RETURNING id`
+      : `WITH inserted AS (${insert} RETURNING id, entity, due_at, trace_context),
+         event AS (${scheduledEvent('inserted', '$6')})
+         SELECT id FROM inserted`,
     [
       req.type,
       req.payloadJson,
@@ -33,6 +48,7 @@ export async function insertUnkeyedTask(
       lockedBy,
       now,
       traceContext,
+      req.entity,
     ],
   );
   return row.id;
@@ -49,6 +65,7 @@ export function newTaskRow(
     id,
     type: req.type,
     key: null,
+    entity: req.entity,
     // Parsed from the JSON sent, so the caller gets a copy, as from the database.
     payload: JSON.parse(req.payloadJson),
     due_at: new Date(req.dueAtMs),
@@ -98,16 +115,16 @@ export function insertTasks(
 ): Promise<BulkRow[]> {
   return sql.rows<BulkRow>(
     `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[])
-         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, n)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $10::text[])
+         WITH ORDINALITY AS t(type, key, payload, due_at, max_attempts, entity, n)
      ), inserted AS (
-       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+       INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
        SELECT type, key, payload::jsonb, due_at, max_attempts,
-              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb
+              CASE WHEN due_at < $8 THEN $6::text END, $7, $7, $9::jsonb, entity
        FROM input ORDER BY n
        ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO NOTHING
-       RETURNING id, key, due_at, locked_by
-     )
+       RETURNING id, key, due_at, locked_by, entity, trace_context
+     )${reqs.some((r) => r.entity !== null) ? `, event AS (${scheduledEvent('inserted', '$7')})` : ''}
      SELECT i.id, i.key, i.due_at, i.locked_by, f.n::int AS n
      FROM inserted i
      JOIN (SELECT key, min(n) AS n FROM input WHERE key IS NOT NULL GROUP BY key) f ON f.key = i.key
@@ -126,6 +143,7 @@ export function insertTasks(
       now,
       horizon,
       traceContext,
+      reqs.map((r) => r.entity),
     ],
   );
 }
@@ -139,7 +157,7 @@ export function insertTasks(
  * What the client spends per row is most of what this costs beside the
  * database's own work, so the encoding is chosen for it: due times travel as
  * epoch milliseconds (a number, where a Date is formatted field by field),
- * and a type or maxAttempts that every request shares travels once (an array
+ * and a type, maxAttempts or entity that every request shares travels once (an array
  * of one, read for every row) instead of once per row.
  */
 export async function insertUnkeyedTasks(
@@ -150,15 +168,17 @@ export async function insertUnkeyedTasks(
   horizon: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<TaskId[]> {
+  const withEntity = reqs.some((r) => r.entity !== null);
   const rows = await sql.rows<{ id: TaskId }>(
-    `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
+    `${withEntity ? 'WITH inserted AS (' : ''}INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      SELECT ($1::text[])[least(n, cardinality($1::text[]))], payload::jsonb, due_at,
             ($4::int[])[least(n, cardinality($4::int[]))],
-            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb
+            CASE WHEN due_at < $7 THEN $5::text END, $6, $6, $8::jsonb,
+            ($9::text[])[least(n, cardinality($9::text[]))]
      FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS t(payload, due_ms, n),
           LATERAL (SELECT timestamptz 'epoch' + due_ms * interval '1 millisecond' AS due_at) d
      ORDER BY n
-     RETURNING id`,
+     RETURNING id${withEntity ? `, entity, due_at, trace_context), event AS (${scheduledEvent('inserted', '$6')}) SELECT id FROM inserted` : ''}`,
     [
       shared(reqs, (r) => r.type),
       reqs.map((r) => r.payloadJson),
@@ -169,6 +189,7 @@ export async function insertUnkeyedTasks(
       now,
       horizon,
       traceContext,
+      shared(reqs, (r) => r.entity),
     ],
   );
   return rows.map((row) => row.id).sort(compareIds);

@@ -6,10 +6,13 @@ import type { ScheduleRequest } from '../task.types.js';
 export interface NormalizedRequest {
   type: string;
   key: string | null;
+  entity: string | null;
   payloadJson: string;
   dueAtMs: number;
   maxAttempts: number;
-  ifExists: 'keep' | 'replace';
+  ifExists: 'keep' | 'replace' | 'debounce';
+  /** With `debounce`: the longest a key's task waits after its first request; else null. */
+  maxWaitMs: number | null;
 }
 
 const MAX_JSON_DEPTH = 100;
@@ -96,7 +99,7 @@ export function normalizeScheduleRequest(
   if (request === null || typeof request !== 'object') {
     throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
   }
-  const { type, key, ifExists = 'keep' } = request;
+  const { type, key, entity, ifExists = 'keep', maxWait } = request;
   if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
     throw new DelayValidationError(
       'type',
@@ -109,12 +112,14 @@ export function normalizeScheduleRequest(
       `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
     );
   }
-  if (ifExists !== 'keep' && ifExists !== 'replace') {
+  checkEntity(entity, 'entity');
+  if (ifExists !== 'keep' && ifExists !== 'replace' && ifExists !== 'debounce') {
     throw new DelayValidationError(
       'ifExists',
-      `must be 'keep' or 'replace'; got ${JSON.stringify(ifExists)}`,
+      `must be 'keep', 'replace' or 'debounce'; got ${JSON.stringify(ifExists)}`,
     );
   }
+  const maxWaitMs = checkMaxWait(ifExists, maxWait, key);
   const maxAttempts = request.maxAttempts ?? defaultMaxAttempts(type);
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000) {
     throw new DelayValidationError(
@@ -127,9 +132,62 @@ export function normalizeScheduleRequest(
   return {
     type,
     key: key ?? null,
+    entity: entity ?? null,
     payloadJson: JSON.stringify(payload),
-    dueAtMs: dueAtOf(request, nowMs),
+    // A debounced task is due by maxWait at the latest from its first request: this one, if it inserts.
+    dueAtMs: Math.min(dueAtOf(request, nowMs), nowMs + (maxWaitMs ?? Infinity)),
     maxAttempts,
     ifExists,
+    maxWaitMs,
   };
+}
+
+/**
+ * An entity names the business object a task belongs to: a string of 1 to
+ * 500 characters, as a key (the table's CHECK says the same), conventionally
+ * `kind:id` such as `order:42`. Undefined is "none"; anything else is an error
+ * naming `field`.
+ */
+export function checkEntity(entity: unknown, field: string): void {
+  if (entity === undefined) return;
+  if (typeof entity !== 'string' || entity.length < 1 || entity.length > 500) {
+    throw new DelayValidationError(
+      field,
+      `must be a string of 1 to 500 characters naming the task's business object, such as 'order:42'; got ${JSON.stringify(entity) ?? String(entity)}`,
+    );
+  }
+  // Postgres text refuses NUL: a clear error here rather than the driver's.
+  if (entity.includes('\0')) {
+    throw new DelayValidationError(
+      field,
+      `must not contain NUL characters; got ${JSON.stringify(entity)}`,
+    );
+  }
+}
+
+/** `maxWait` goes with `ifExists: 'debounce'` and a key, both ways; in ms, or null without debounce. */
+function checkMaxWait(ifExists: string, maxWait: unknown, key: unknown): number | null {
+  if (ifExists !== 'debounce') {
+    if (maxWait !== undefined) {
+      throw new DelayValidationError(
+        'maxWait',
+        "is only for ifExists: 'debounce'; leave it out, or debounce the key",
+      );
+    }
+    return null;
+  }
+  if (key === undefined) {
+    throw new DelayValidationError(
+      'key',
+      "is required with ifExists: 'debounce': the key names what is debounced",
+    );
+  }
+  const ms = maxWait === undefined ? undefined : tryParseDuration(maxWait as Duration);
+  if (ms === undefined) {
+    throw new DelayValidationError(
+      'maxWait',
+      `is required with ifExists: 'debounce', a non-negative number of ms or a duration such as '1h'; got ${JSON.stringify(maxWait) ?? String(maxWait)}`,
+    );
+  }
+  return ms;
 }

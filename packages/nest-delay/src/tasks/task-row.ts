@@ -5,6 +5,7 @@ export interface TaskRow {
   id: TaskId;
   type: string;
   key: string | null;
+  entity: string | null;
   payload: unknown;
   due_at: Date;
   executed_at: Date | null;
@@ -37,6 +38,8 @@ export function toTask<P>(row: TaskRow): DelayedTask<P> {
     id: row.id,
     type: row.type,
     key: row.key,
+    // Rows read before the column existed (a claim's own projection lists it too).
+    entity: row.entity ?? null,
     payload: row.payload as P,
     dueAt: row.due_at,
     state: stateOf(row),

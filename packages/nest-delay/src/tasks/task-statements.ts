@@ -27,6 +27,7 @@ export interface TaskFilter {
   type?: string;
   key?: string;
   keyPrefix?: string;
+  entity?: string;
   /** Tasks whose payload contains this JSON (jsonb `@>`: a subset match). */
   payload?: unknown;
   dueFrom?: Date;
@@ -57,6 +58,7 @@ export function findTasks(sql: Sql, filter: TaskFilter, limit: number) {
        AND ($4::jsonb IS NULL OR payload @> $4::jsonb)
        AND ($5::timestamptz IS NULL OR due_at >= $5)
        AND ($6::timestamptz IS NULL OR due_at < $6)
+       AND ($8::text IS NULL OR entity = $8)
      ORDER BY due_at, id
      LIMIT $7`,
     [
@@ -67,6 +69,7 @@ export function findTasks(sql: Sql, filter: TaskFilter, limit: number) {
       filter.dueFrom ?? null,
       filter.dueBefore ?? null,
       limit,
+      filter.entity ?? null,
     ],
   );
 }

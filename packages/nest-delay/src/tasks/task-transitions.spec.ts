@@ -6,6 +6,7 @@ import {
   hasAttemptsLeft,
   replace,
   reschedule,
+  rescheduleEntity,
   revive,
   snooze,
   type TransitionRules,
@@ -32,6 +33,7 @@ function claimed(attempts: number, maxAttempts = 3): TaskRow {
     id: '7',
     type: 'order.close',
     key: null,
+    entity: null,
     payload: null,
     due_at: at,
     executed_at: at,
@@ -138,5 +140,24 @@ describe('task transitions', () => {
       transition: 'exhaust',
       attempts: 5,
     });
+  });
+});
+
+describe('reschedule-entity', () => {
+  it('leases each moved task here when its new time is within the window, per row', () => {
+    const action = rescheduleEntity({ byMs: 5 * MINUTE }, now, running(), false);
+    expect(action).toEqual({
+      transition: 'reschedule-entity',
+      byMs: 5 * MINUTE,
+      toMs: null,
+      lockedBy: 'me',
+      horizonMs: now + 10 * MINUTE,
+    });
+  });
+
+  it("leases nothing in a caller's transaction, nor on an instance that is not running", () => {
+    expect(rescheduleEntity({ toMs: now }, now, running(), true).lockedBy).toBeNull();
+    const stopped = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me' });
+    expect(rescheduleEntity({ toMs: now }, now, stopped, false).lockedBy).toBeNull();
   });
 });

@@ -199,7 +199,7 @@ export function noteChargeReason(attempt: number, instanceId: string): string {
 /**
  * A keyed `schedule` with `ifExists: 'replace'` found a pending task holding
  * its key: the task becomes the request (type, payload, due time, max
- * attempts, trace context), its attempts start over and its last error goes.
+ * attempts, trace context, entity), its attempts start over and its last error goes.
  * Leased as a new task of that due time would be, so the one statement that
  * inserts or replaces (insertTask) writes one lease either way.
  */
@@ -220,6 +220,39 @@ export function replace(
     transition: 'replace',
     dueAtMs,
     lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+    attempts: 0,
+  };
+}
+
+/**
+ * **debounce**: a keyed `schedule` with `ifExists: 'debounce'` found a
+ * pending task holding its key: as a replace (the task becomes the request),
+ * but due at the request's time or `maxWaitMs` after the task was created
+ * (its first request), whichever is earlier: pushed back by every request,
+ * never past the maximum wait. The due time is decided in the statement,
+ * from the row's `created_at`, so it holds whatever races it; so is the
+ * lease: here when the new time is before `horizonMs` and `lockedBy` is this
+ * instance, else unleased.
+ */
+export interface DebounceAction {
+  readonly transition: 'debounce';
+  readonly maxWaitMs: number;
+  readonly lockedBy: string | null;
+  readonly horizonMs: number;
+  readonly attempts: 0;
+}
+
+export function debounce(
+  maxWaitMs: number,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): DebounceAction {
+  return {
+    transition: 'debounce',
+    maxWaitMs,
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    horizonMs: policy.horizonMs(nowMs),
     attempts: 0,
   };
 }
@@ -271,6 +304,56 @@ export function revive(
     transition: 'revive',
     dueAtMs: nowMs,
     lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+  };
+}
+
+// ---------------------------------------------------------------- an entity's tasks
+
+/**
+ * **cancel-entity**: every pending task of an entity (of the given types, if
+ * any) stops being pending and leaves every wheel, in one statement that
+ * locks them in id order and waits for a lock a claim holds: a task running
+ * now finishes first, and is cancelled only if it is pending again after
+ * (a retry or a snooze); a task that completed is not counted.
+ */
+export interface CancelEntityAction {
+  readonly transition: 'cancel-entity';
+  readonly lockedBy: null;
+}
+
+export function cancelEntity(): CancelEntityAction {
+  return { transition: 'cancel-entity', lockedBy: null };
+}
+
+/**
+ * **reschedule-entity**: every pending task of an entity (of the given types)
+ * moves: by `byMs` from its own due time, or to `toMs`. Each is leased here
+ * when its new due time falls before `horizonMs` and `lockedBy` is this
+ * instance (as a bulk insert leases its rows: the statement compares each
+ * row's time), else left unleased for a loader; in a caller's transaction,
+ * never leased (see WindowPolicy.leaseOnWrite).
+ */
+export interface RescheduleEntityAction {
+  readonly transition: 'reschedule-entity';
+  readonly byMs: number | null;
+  readonly toMs: number | null;
+  readonly lockedBy: string | null;
+  readonly horizonMs: number;
+}
+
+export function rescheduleEntity(
+  move: { byMs?: number; toMs?: number },
+  nowMs: number,
+  policy: WindowPolicy,
+  inCallerTransaction: boolean,
+): RescheduleEntityAction {
+  return {
+    transition: 'reschedule-entity',
+    byMs: move.byMs ?? null,
+    toMs: move.toMs ?? null,
+    // Whoever holds a task due now holds any task due within the window.
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    horizonMs: policy.horizonMs(nowMs),
   };
 }
 

@@ -6,9 +6,17 @@ import type { NormalizedRequest } from './schedule-request.js';
 import { PENDING, pendingIn } from './pending.js';
 import type { TaskRow } from './task-row.js';
 import { REF_MATCH, refParams } from './task-statements.js';
+import {
+  named,
+  recordEvents,
+  traceIdOf,
+  type EventFields,
+  type TaskEventName,
+} from './task-events.js';
 import type {
   CancelAction,
   Charge,
+  DebounceAction,
   Discard,
   Exhaust,
   Fate,
@@ -96,16 +104,24 @@ async function writeRetry(
   now: Date,
   charged?: Charged,
 ): Promise<boolean> {
+  const event = eventOf(retry.row, {
+    event: named(charged ? 'charged' : 'retried'),
+    at: '$7',
+    attempt: 'attempts',
+    dueAt: 'due_at',
+    durationMs: charged ? undefined : sinceStart('$7', '$10'),
+    detail: 'last_error',
+  });
   const rows = await sql.rows(
     `WITH written AS (
        UPDATE delayed_task t
        SET executed_at = NULL, attempts = $3, last_error = $4, due_at = $5, locked_by = $6::text,
            interrupted_at = COALESCE($8, t.interrupted_at), updated_at = $7
        WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
-       RETURNING t.id
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.due_at, t.last_error' : ''}
      ), note AS (
        DELETE FROM delay_attempt WHERE id = $9::bigint AND EXISTS (SELECT 1 FROM written)
-     )
+     )${event}
      SELECT id FROM written`,
     [
       retry.row.id,
@@ -117,6 +133,7 @@ async function writeRetry(
       now,
       charged ? now : null,
       charged?.noteId ?? null,
+      ...(event && !charged ? [retry.row.executed_at] : []),
     ],
   );
   return rows.length > 0;
@@ -133,16 +150,23 @@ async function writeDeadLetter(
   now: Date,
   charged?: Charged,
 ): Promise<boolean> {
+  const event = eventOf(fate.row, {
+    event: named('dead'),
+    at: '$5',
+    attempt: 'attempts',
+    durationMs: charged ? undefined : sinceStart('$5', '$8'),
+    detail: 'last_error',
+  });
   const rows = await sql.rows(
     `WITH written AS (
        UPDATE delayed_task t
        SET executed_at = NULL, dead_at = $5, attempts = $3, last_error = $4, locked_by = NULL,
            interrupted_at = COALESCE($6, t.interrupted_at), updated_at = $5
        WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
-       RETURNING t.id
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.last_error' : ''}
      ), note AS (
        DELETE FROM delay_attempt WHERE id = $7::bigint AND EXISTS (SELECT 1 FROM written)
-     )
+     )${event}
      SELECT id FROM written`,
     [
       fate.row.id,
@@ -152,6 +176,7 @@ async function writeDeadLetter(
       now,
       charged ? now : null,
       charged?.noteId ?? null,
+      ...(event && !charged ? [fate.row.executed_at] : []),
     ],
   );
   return rows.length > 0;
@@ -159,13 +184,36 @@ async function writeDeadLetter(
 
 /** snooze: pending again at its due time, its attempt given back. */
 function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
-  return sql.rows(
-    `UPDATE delayed_task
+  const update = `UPDATE delayed_task
      SET executed_at = NULL, attempts = $2, due_at = $3, locked_by = $4::text, updated_at = $5
-     WHERE id = $1`,
-    [fate.row.id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now],
+     WHERE id = $1`;
+  const params = [fate.row.id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now];
+  const event = eventOf(fate.row, {
+    event: named('snoozed'),
+    at: '$5',
+    attempt: '$6::int',
+    dueAt: 'due_at',
+    durationMs: sinceStart('$5', '$7'),
+  });
+  if (!event) return sql.rows(update, params);
+  return sql.rows(
+    `WITH written AS (${update} RETURNING id, entity, due_at)${event} SELECT id FROM written`,
+    [...params, fate.row.attempts, fate.row.executed_at],
   );
 }
+
+/**
+ * The event CTE (with its leading comma) of a fate or charge of `row`, for
+ * a statement whose CTE `written` returns the row: empty when the task has
+ * no entity, so a task without one runs the statement as it always was.
+ */
+function eventOf(row: TaskRow, fields: EventFields): string {
+  return row.entity == null ? '' : `, event AS (${recordEvents('written', fields)})`;
+}
+
+/** An attempt's duration in ms: from its claim (`start`) to its fate (`now`). */
+const sinceStart = (now: string, start: string) =>
+  `(extract(epoch FROM (${now}::timestamptz - ${start}::timestamptz)) * 1000)::int`;
 
 /** skip: cancelled without running, its last error saying why. */
 function writeSkip(sql: Sql, fate: Skip, now: Date): Promise<unknown> {
@@ -182,8 +230,10 @@ function writeSkip(sql: Sql, fate: Skip, now: Date): Promise<unknown> {
 /**
  * One keyed task in one statement, whatever its key finds: a new task, or,
  * when a pending task already holds the key, `keep` (touches nothing: the
- * no-op SET only makes Postgres return and lock the row) or the **replace**
- * transition (`onKey`: the task becomes this request, see `replace`).
+ * no-op SET only makes Postgres return and lock the row), the **replace**
+ * transition (`onKey`: the task becomes this request, see `replace`) or the
+ * **debounce** transition (as replace, its due time capped by its maxWait
+ * from the task's first request, see `debounce`).
  * Postgres decides insert-or-update atomically, so a task that finishes
  * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
  * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
@@ -195,22 +245,44 @@ export async function insertTask(
   sql: Sql,
   req: NormalizedRequest,
   lockedBy: string | null,
-  onKey: ReplaceAction | 'keep',
+  onKey: ReplaceAction | DebounceAction | 'keep',
   now: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<InsertedRow> {
   const set =
     onKey === 'keep'
       ? `key = EXCLUDED.key`
-      : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+      : onKey.transition === 'replace'
+        ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
          locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
-         trace_context = EXCLUDED.trace_context`;
-  const [row] = await sql.rows<InsertedRow>(
-    `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb)
+         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`
+        : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = ${DEBOUNCED_DUE},
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = CASE WHEN ${DEBOUNCED_DUE} < $11 THEN $10::text END,
+         updated_at = EXCLUDED.updated_at, trace_context = EXCLUDED.trace_context,
+         entity = EXCLUDED.entity`;
+  const debounced = onKey !== 'keep' && onKey.transition === 'debounce';
+  const upsert = `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${set}
-     RETURNING *, (xmax = 0) AS inserted`,
+     RETURNING *, (xmax = 0) AS inserted`;
+  // With an entity, the event in the same statement: a new task, or the one its key moved.
+  const moved: TaskEventName | null =
+    onKey === 'keep' ? null : onKey.transition === 'replace' ? 'replaced' : 'debounced';
+  const [row] = await sql.rows<InsertedRow>(
+    req.entity === null
+      ? upsert
+      : `WITH written AS (${upsert}), event AS (${recordEvents(
+          moved === null ? '(SELECT * FROM written WHERE inserted) w' : 'written',
+          {
+            event: `CASE WHEN inserted THEN ${named('scheduled')} ELSE ${named(moved ?? 'scheduled')} END`,
+            at: '$7',
+            dueAt: 'due_at',
+            traceId: traceIdOf('trace_context'),
+          },
+        )})
+         SELECT * FROM written`,
     [
       req.type,
       req.key,
@@ -220,10 +292,19 @@ export async function insertTask(
       lockedBy,
       now,
       traceContext,
+      req.entity,
+      ...(debounced ? [onKey.lockedBy, new Date(onKey.horizonMs), onKey.maxWaitMs] : []),
     ],
   );
   return row;
 }
+
+/**
+ * A debounced task's new due time: the request's (EXCLUDED, already capped
+ * by maxWait from now), but never past maxWait ($12 ms) after the pending
+ * task's first request, its `created_at`, which no update changes.
+ */
+const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::bigint * interval '1 millisecond')`;
 
 // ---------------------------------------------------------------- the service's actions
 
@@ -241,7 +322,7 @@ export interface ActedRow extends TaskRow {
  * it), not as the statement's snapshot saw it. `update` and `fits` use the
  * alias `t`; parameters from $3 on.
  */
-function actOnTask(update: string, fits: string): string {
+function actOnTask(update: string, fits: string, event: EventFields): string {
   return `
     WITH target AS (
       SELECT * FROM delayed_task WHERE ${REF_MATCH}
@@ -251,6 +332,8 @@ function actOnTask(update: string, fits: string): string {
       UPDATE delayed_task t SET ${update}
       FROM target WHERE t.id = target.id AND ${fits}
       RETURNING t.*
+    ), event AS (
+      ${recordEvents('acted', event)}
     )
     SELECT *, true AS changed FROM acted
     UNION ALL
@@ -260,7 +343,10 @@ function actOnTask(update: string, fits: string): string {
 /** cancel: a pending task stops being pending (see task-transitions.ts). */
 export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
-    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t')),
+    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t'), {
+      event: named('cancelled'),
+      at: '$3',
+    }),
     [...refParams(ref), now, action.lockedBy],
   );
   return row;
@@ -269,7 +355,11 @@ export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, n
 /** reschedule: a pending task moves to the action's due time and lease. */
 export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
-    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t')),
+    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t'), {
+      event: named('rescheduled'),
+      at: '$5',
+      dueAt: 'due_at',
+    }),
     [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
   );
   return row;
@@ -281,6 +371,7 @@ export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now
     actOnTask(
       `dead_at = NULL, attempts = 0, due_at = $3, locked_by = $4::text, updated_at = $5`,
       `t.dead_at IS NOT NULL`,
+      { event: named('revived'), at: '$5', dueAt: 'due_at' },
     ),
     [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
   );

@@ -234,6 +234,7 @@ export class DelayTester {
           id: '0',
           type,
           key: null,
+          entity: null,
           payload: payload as JsonValue,
           dueAt: now,
           state: 'executed',

@@ -1,0 +1,61 @@
+/**
+ * The history of tasks that have an entity (`delay_task_event`, read by
+ * DelayAdmin.timeline). Each transition's statement records its own event
+ * with this CTE body, so the event commits or rolls back with the change;
+ * rows without an entity record nothing.
+ */
+
+/** What an event is called in the history and the timeline. */
+export type TaskEventName =
+  | 'scheduled'
+  | 'replaced'
+  | 'debounced'
+  | 'started'
+  | 'retried'
+  | 'snoozed'
+  | 'dead'
+  | 'charged'
+  | 'cancelled'
+  | 'rescheduled'
+  | 'revived';
+
+/**
+ * SQL expressions, over the columns of `rows`, for an event's fields; each
+ * left out is NULL. `event` is an SQL expression too (a literal, or a CASE).
+ */
+export interface EventFields {
+  event: string;
+  at: string;
+  attempt?: string;
+  dueAt?: string;
+  durationMs?: string;
+  detail?: string;
+  traceId?: string;
+  instance?: string;
+}
+
+/** An INSERT (for a CTE) of one event per row of `rows` (with `id`, `entity`) that has an entity. */
+export function recordEvents(rows: string, f: EventFields): string {
+  return `INSERT INTO delay_task_event
+       (task_id, entity, at, event, attempt, due_at, duration_ms, detail, trace_id, instance)
+     SELECT id, entity, ${f.at}, ${f.event}, ${f.attempt ?? 'NULL'}, ${f.dueAt ?? 'NULL'},
+            ${f.durationMs ?? 'NULL'}, ${f.detail ?? 'NULL'}, ${f.traceId ?? 'NULL'}, ${f.instance ?? 'NULL'}
+     FROM ${rows} WHERE entity IS NOT NULL`;
+}
+
+/** The trace id in a `trace_context` (W3C traceparent `00-<trace id>-<span id>-<flags>`), or NULL. */
+export const traceIdOf = (traceContext: string) =>
+  `nullif(split_part(${traceContext}->>'traceparent', '-', 2), '')`;
+
+/** An event's literal name, for `EventFields.event`. */
+export const named = (event: TaskEventName) => `'${event}'`;
+
+/** The claim's event: an attempt of each claimed task with an entity started, on `instance`. */
+export const startedEvents = (claimed: string, now: string, instance: string) =>
+  recordEvents(claimed, {
+    event: named('started'),
+    at: now,
+    attempt: 'attempts',
+    traceId: traceIdOf('trace_context'),
+    instance,
+  });
