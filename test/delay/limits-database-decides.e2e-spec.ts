@@ -1,5 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
-import { DelayLimits, DelayedTaskHandler, type TaskContext } from 'nest-delay';
+import { DelayAdmin, DelayLimits, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
 import { releaseExpiredInstances } from '../../packages/nest-delay/src/lease/lease-statements.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -193,6 +193,7 @@ describe('a pause while a gate claim runs', () => {
         type: 'dd.seated',
         payload: { n, k: 'a', hold: true },
         runAt: base + SECOND,
+        entity: 'pause:a',
       });
     clock.advance(SECOND);
     const running = app.tester.runDue();
@@ -224,11 +225,17 @@ describe('a pause while a gate claim runs', () => {
     await limits.resume('dd.seated');
     await app.tester.runDue();
     expect(ofType('dd.seated').sort()).toEqual([0, 1, 2, 3, 4]);
-    // Put back as they were: each counted one attempt, the one that ran.
+    // Put back as they were: each counted one attempt, the one that ran, and
+    // its timeline shows that one start only.
     const attempts = await app.query<{ attempts: number }>(
       `SELECT attempts FROM delayed_task WHERE type = 'dd.seated' AND executed_at IS NOT NULL`,
     );
     expect(attempts.map((row) => row.attempts)).toEqual([1, 1, 1, 1, 1]);
+    const { entries } = await app.moduleRef.get(DelayAdmin).timeline('pause:a');
+    const startsByTask = new Map<string, number>();
+    for (const entry of entries.filter((e) => e.event === 'started'))
+      startsByTask.set(entry.taskId, (startsByTask.get(entry.taskId) ?? 0) + 1);
+    expect([...startsByTask.values()]).toEqual([1, 1, 1, 1, 1]);
   });
 });
 
