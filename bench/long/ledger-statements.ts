@@ -1,0 +1,59 @@
+/**
+ * The ledger: one row per effect, written by the handler (for this project in
+ * the claim's transaction), with no unique constraint so a second effect of a
+ * task shows as a second row. No index either: it would be per-task work the
+ * systems do not do; the figures are read once, at the end.
+ */
+export const CREATE_LEDGER = `
+  CREATE TABLE IF NOT EXISTS bench_ledger (
+    task_id    bigint NOT NULL,
+    due_at     timestamptz NOT NULL,
+    started_at timestamptz NOT NULL,
+    instance   smallint NOT NULL
+  )`;
+
+/** $1 task id, $2 due (epoch ms), $3 effect start (epoch ms), $4 instance. */
+export const INSERT_LEDGER = `
+  INSERT INTO bench_ledger (task_id, due_at, started_at, instance)
+  VALUES ($1, to_timestamp($2::float8 / 1000), to_timestamp($3::float8 / 1000), $4)`;
+
+/**
+ * Per phase ($1 names, $2 starts, $3 ends, epoch ms): effects started in it
+ * and their lateness (start − due, ms; early ones counted apart, never folded in).
+ */
+export const PHASE_FIGURES = `
+  SELECT p.name,
+         count(l.task_id)::int AS effects,
+         count(l.task_id) FILTER (WHERE l.started_at < l.due_at)::int AS early,
+         percentile_cont(ARRAY[0.5, 0.99, 0.9999]) WITHIN GROUP (
+           ORDER BY greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000)) AS q,
+         max(greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000)) AS max
+  FROM unnest($1::text[], $2::float8[], $3::float8[]) AS p(name, from_ms, to_ms)
+  LEFT JOIN bench_ledger l
+    ON l.started_at >= to_timestamp(p.from_ms / 1000) AND l.started_at < to_timestamp(p.to_ms / 1000)
+  GROUP BY p.name`;
+
+/**
+ * The check over ids $1..$2 (every task offered or pending): tasks with no
+ * effect, with more than one, and effects before their due time. $3 lists
+ * the ids whose scheduling call failed (it may or may not have committed):
+ * none or one effect each is right for them.
+ */
+export const LEDGER_CHECK = `
+  WITH per_task AS (
+    SELECT task_id, count(*) AS n, bool_or(started_at < due_at) AS early
+    FROM bench_ledger GROUP BY task_id
+  )
+  SELECT
+    (SELECT count(*) FROM per_task WHERE n > 1)::int AS duplicates,
+    (SELECT count(*) FROM per_task WHERE early)::int AS early,
+    (SELECT count(*) FROM per_task WHERE task_id < $1 OR task_id > $2)::int AS unknown,
+    (SELECT count(*) FROM generate_series($1::bigint, $2::bigint) g
+       WHERE NOT EXISTS (SELECT 1 FROM per_task t WHERE t.task_id = g)
+         AND g <> ALL($3::bigint[]))::int AS missing`;
+
+/** Effects of the pending tasks (ids 1..$1): all are due after the run, so any is early. */
+export const PENDING_FIRED = `SELECT count(*)::int AS n FROM bench_ledger WHERE task_id <= $1`;
+
+/** Offered tasks ($1..$2) with an effect, for the drain at the end. */
+export const EFFECTED_OFFERED = `SELECT count(DISTINCT task_id)::int AS n FROM bench_ledger WHERE task_id BETWEEN $1 AND $2`;

@@ -1,0 +1,25 @@
+/** What one phase of one system measured (JSON as written in bench/results/long-*.json). */
+import type { PhaseKind } from './phase-kinds.js';
+
+export interface PhaseRecord {
+  kind: PhaseKind;
+  fromMs: number;
+  toMs: number;
+  offeredPerSecond: number;
+  effectsPerSecond: number;
+  /** Effect start − due time, ms, effects started in this phase (early ones counted apart). */
+  lateness: { p50: number; p99: number; p9999: number; max: number } | null;
+  early: number;
+  depth: { max: number; end: number };
+  /** Dead tuples summed over the system's tables: the most sampled and at the end. */
+  deadTuples: { max: number; end: number; endByTable: Record<string, number> };
+  /** Bytes at the end of the phase, tables and indexes. */
+  bytes: Record<string, number>;
+  statementsPerSecond: number | null;
+  transactionsPerSecond: number;
+  /** Per instance: RSS at the end, CPU in the phase, CPU per effect of the phase (all instances' effects). */
+  processes: { instance: number; rssMb: number; cpuMs: number; cpuMsPerEffect: number }[];
+  cpuMsPerEffect: number;
+  events: string[];
+  completed: boolean;
+}

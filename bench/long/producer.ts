@@ -1,0 +1,88 @@
+/**
+ * The fixed offered load, credited on wall-clock time (the public harness's
+ * rule): every tick adds rate × elapsed seconds, and all whole tasks owed go
+ * out in bulk calls of at most BATCH_MAX, so a slow call never lowers what is
+ * offered. A call that fails (Postgres restarting, backend killed) may still
+ * have committed: its ids are kept as uncertain, never retried under a new id.
+ */
+import { sleep, type LongSystem, type LongTask } from './long-system.js';
+
+const TICK_MS = 10;
+const BATCH_MAX = 128;
+
+export interface ProducerCounts {
+  /** Tasks whose bulk call resolved. */
+  offered: number;
+  /** Ids whose bulk call failed. */
+  uncertain: number[];
+  lastId: number;
+  /** Latest due time given to any task (epoch ms). */
+  maxDueMs: number;
+}
+
+export class Producer {
+  private rate = 0;
+  private running = false;
+  private done: Promise<void> = Promise.resolve();
+  private credit = 0;
+  private readonly counts: ProducerCounts;
+
+  constructor(
+    private readonly system: LongSystem,
+    firstId: number,
+    private readonly nowShare: number,
+    private readonly aheadMs: number,
+  ) {
+    this.counts = { offered: 0, uncertain: [], lastId: firstId - 1, maxDueMs: 0 };
+  }
+
+  setRate(rate: number): void {
+    this.rate = rate;
+    if (!this.running && rate > 0) {
+      this.running = true;
+      this.done = this.loop();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.done;
+  }
+
+  snapshot(): ProducerCounts {
+    return { ...this.counts, uncertain: [...this.counts.uncertain] };
+  }
+
+  /** Due now for `nowShare` of the ids, else spread over the next `aheadMs` (deterministic by id). */
+  private task(id: number, now: number): LongTask {
+    const later = (id * 7919) % 1000 >= this.nowShare * 1000;
+    return { id, dueMs: later ? now + 1 + ((id * 104729) % this.aheadMs) : now };
+  }
+
+  private async loop(): Promise<void> {
+    let last = Date.now();
+    while (this.running) {
+      const now = Date.now();
+      this.credit += (this.rate * (now - last)) / 1000;
+      last = now;
+      let owed = Math.floor(this.credit);
+      this.credit -= owed;
+      while (owed > 0 && this.running) {
+        const n = Math.min(owed, BATCH_MAX);
+        owed -= n;
+        const at = Date.now();
+        const tasks = Array.from({ length: n }, () => this.task(++this.counts.lastId, at));
+        try {
+          await this.system.schedule(tasks);
+          this.counts.offered += n;
+        } catch (error) {
+          this.counts.uncertain.push(...tasks.map((t) => t.id));
+          console.error(`producer: ${n} tasks uncertain: ${(error as Error).message}`);
+          await sleep(200);
+        }
+        for (const t of tasks) if (t.dueMs > this.counts.maxDueMs) this.counts.maxDueMs = t.dueMs;
+      }
+      await sleep(TICK_MS);
+    }
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * One system through every phase: its instances started on a fresh database,
+ * the pending tasks loaded, the fixed load offered, each phase's pressure
+ * applied and measured, then a drain and the ledger check.
+ */
+import type { Cluster } from './cluster.js';
+import { Instance, type InstanceUsage } from './instance.js';
+import {
+  CREATE_LEDGER,
+  EFFECTED_OFFERED,
+  LEDGER_CHECK,
+  PENDING_FIRED,
+  PHASE_FIGURES,
+} from './ledger-statements.js';
+import { sleep } from './long-system.js';
+import type { LongOptions, SystemKind } from './options.js';
+import { loadFactor, type PhaseKind } from './phase-kinds.js';
+import type { PhaseRecord } from './phase-record.js';
+import { once } from './pg-client.js';
+import { PRESSURES } from './pressure.js';
+import { DEPTH, HOT_TABLE, INDEXES, STATEMENTS, TABLES, XACTS_ONLY } from './sample-statements.js';
+
+export interface LedgerCheck {
+  offered: number;
+  uncertain: number;
+  missing: number;
+  duplicates: number;
+  early: number;
+  unknown: number;
+  pendingFired: number;
+  drainSeconds: number;
+  ok: boolean;
+}
+
+export interface SystemRecord {
+  system: SystemKind;
+  loadSeconds: number;
+  phases: PhaseRecord[];
+  ledger: LedgerCheck;
+}
+
+type Progress = (line: string) => void;
+
+export async function runSystem(
+  kind: SystemKind,
+  cluster: Cluster,
+  o: LongOptions,
+  progress: Progress,
+): Promise<SystemRecord> {
+  const database = `long_${kind.replace('-', '_')}`;
+  await once(cluster.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await once(cluster.url, `CREATE DATABASE ${database}`);
+  const url = cluster.urlOf(database);
+  await once(url, CREATE_LEDGER);
+  const statementsSql = cluster.statements ? STATEMENTS : XACTS_ONLY;
+
+  const settings = (instance: number) => ({ url, instance, workers: o.workers, rate: o.rate });
+  // The first runs the migrations alone; the others find the schema there.
+  const instances: Instance[] = [await Instance.launch(kind, settings(0))];
+  for (let i = 1; i < o.instances; i++) instances.push(await Instance.launch(kind, settings(i)));
+  const cpuBefore = new Map<Instance, number>();
+
+  const plannedMs = o.phases.length * o.phaseSeconds * 1000;
+  const loadStarted = Date.now();
+  progress(`${kind}: loading ${o.pending.toLocaleString('en-US')} pending tasks`);
+  await instances[0].call('load', {
+    count: o.pending,
+    // Due after the run and its drain, so every one of them firing would be early.
+    fromMs: Date.now() + 2 * plannedMs + 30 * 60_000,
+    spanMs: 3 * 3_600_000,
+  });
+  const loadSeconds = (Date.now() - loadStarted) / 1000;
+  progress(`${kind}: loaded in ${loadSeconds.toFixed(1)} s; offering ${o.rate}/s`);
+  await instances[0].call('produce', {
+    firstId: o.pending + 1,
+    nowShare: o.nowShare,
+    aheadMs: o.aheadSeconds * 1000,
+    rate: o.rate * loadFactor(o.phases[0]),
+  });
+
+  const usages = () =>
+    Promise.all(
+      instances.map(async (inst) => {
+        const u = inst.exited ? null : await inst.usage().catch(() => null);
+        return { inst, u };
+      }),
+    );
+  const phases: PhaseRecord[] = [];
+  try {
+    for (const kindOfPhase of o.phases) phases.push(await runPhase(kindOfPhase));
+    const ledger = await drainAndCheck();
+    return { system: kind, loadSeconds: round(loadSeconds, 1), phases, ledger };
+  } finally {
+    await Promise.all(instances.map((i) => i.stop()));
+    await once(cluster.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
+  }
+
+  async function runPhase(phase: PhaseKind): Promise<PhaseRecord> {
+    const events: string[] = [];
+    const note = (e: string) => events.push(`${((Date.now() - fromMs) / 1000).toFixed(1)} s: ${e}`);
+    await instances[0].call('rate', { rate: o.rate * loadFactor(phase) });
+    const fromMs = Date.now();
+    const before = await usages();
+    for (const { inst, u } of before) cpuBefore.set(inst, u ? u.cpuMs : 0);
+    const producerBefore = before[0].u?.producer;
+    const statsBefore = (
+      await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
+    )[0];
+    const phaseMs = o.phaseSeconds * 1000;
+    let completed = true;
+    const stop = await PRESSURES[phase]({
+      cluster,
+      url,
+      database,
+      hotTable: HOT_TABLE[kind],
+      phaseMs,
+      note,
+      killInstance: () => instances[instances.length - 1].kill(),
+      relaunchInstance: async () => {
+        const last = instances.length - 1;
+        instances[last] = await Instance.launch(kind, settings(last));
+        cpuBefore.set(instances[last], 0);
+      },
+    }).catch((error: Error) => {
+      completed = false;
+      note(`pressure failed to start: ${error.message}`);
+      return async () => {};
+    });
+    let depthMax = 0;
+    let deadMax = 0;
+    while (Date.now() - fromMs < phaseMs) {
+      await sleep(Math.min(o.sampleSeconds * 1000, phaseMs - (Date.now() - fromMs)));
+      try {
+        const [depth] = await once<{ n: number }>(url, DEPTH[kind]);
+        const tables = await once<{ dead: number }>(url, TABLES);
+        const dead = tables.reduce((s, t) => s + t.dead, 0);
+        depthMax = Math.max(depthMax, depth.n);
+        deadMax = Math.max(deadMax, dead);
+        progress(
+          `${kind} ${phase} ${Math.round((Date.now() - fromMs) / 1000)}/${o.phaseSeconds} s: depth ${depth.n}, dead tuples ${dead}`,
+        );
+      } catch (error) {
+        progress(`${kind} ${phase}: sample failed (${(error as Error).message})`);
+      }
+    }
+    await stop().catch((error: Error) => {
+      completed = false;
+      note(`pressure failed to stop: ${error.message}`);
+    });
+    // An instance that died by itself (not the one kill-worker killed) is noted and relaunched.
+    for (let i = 0; i < instances.length; i++)
+      if (instances[i].exited && phase !== 'kill-worker') {
+        note(`instance ${i} had exited: ${instances[i].tail().split('\n').pop()}`);
+        instances[i] = await Instance.launch(kind, settings(i));
+        cpuBefore.set(instances[i], 0);
+      }
+    const toMs = Date.now();
+    const after = await usages();
+    const statsAfter = (
+      await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
+    )[0];
+    const seconds = (toMs - fromMs) / 1000;
+    const producerAfter = after[0].u?.producer;
+    const offered = (producerAfter?.offered ?? 0) - (producerBefore?.offered ?? 0);
+    const tables = await once<{ name: string; dead: number; bytes: number }>(url, TABLES);
+    const indexes = await once<{ name: string; bytes: number }>(url, INDEXES);
+    const [depthEnd] = await once<{ n: number }>(url, DEPTH[kind]);
+    const [fig] = await once<{ effects: number }>(
+      url,
+      `SELECT count(*)::int AS effects FROM bench_ledger
+      WHERE started_at >= to_timestamp($1::float8 / 1000) AND started_at < to_timestamp($2::float8 / 1000)`,
+      [fromMs, toMs],
+    );
+    const effects = fig.effects;
+    const processes = after.map(({ inst, u }, i) => {
+      const cpuMs = u ? u.cpuMs - (cpuBefore.get(inst) ?? 0) : 0;
+      return {
+        instance: i,
+        rssMb: u ? Math.round(u.rss / 1e5) / 10 : 0,
+        cpuMs: Math.round(cpuMs),
+        cpuMsPerEffect: effects ? round(cpuMs / effects, 3) : 0,
+      };
+    });
+    const cpuTotal = processes.reduce((s, p) => s + p.cpuMs, 0);
+    const deadEnd = tables.reduce((s, t) => s + t.dead, 0);
+    const record: PhaseRecord = {
+      kind: phase,
+      fromMs,
+      toMs,
+      offeredPerSecond: round(offered / seconds, 1),
+      effectsPerSecond: round(effects / seconds, 1),
+      lateness: null,
+      early: 0,
+      depth: { max: Math.max(depthMax, depthEnd.n), end: depthEnd.n },
+      deadTuples: {
+        max: Math.max(deadMax, deadEnd),
+        end: deadEnd,
+        endByTable: Object.fromEntries(tables.map((t) => [t.name, t.dead])),
+      },
+      bytes: Object.fromEntries([...tables, ...indexes].map((r) => [r.name, r.bytes])),
+      statementsPerSecond: cluster.statements
+        ? round((statsAfter.statements - statsBefore.statements) / seconds, 1)
+        : null,
+      transactionsPerSecond: round((statsAfter.xacts - statsBefore.xacts) / seconds, 1),
+      processes,
+      cpuMsPerEffect: effects ? round(cpuTotal / effects, 3) : 0,
+      events,
+      completed,
+    };
+    progress(
+      `${kind} ${phase} done: offered ${record.offeredPerSecond}/s, effects ${record.effectsPerSecond}/s, ${events.join('; ')}`,
+    );
+    return record;
+  }
+
+  async function drainAndCheck(): Promise<LedgerCheck> {
+    // Stop offering, then wait for every offered task to have its effect (the last are due aheadSeconds on).
+    await instances[0].call('rate', { rate: 0 });
+    const drainStarted = Date.now();
+    const final = (await instances[0].usage()).producer!;
+    const firstOffered = o.pending + 1;
+    const expected = final.lastId - firstOffered + 1 - final.uncertain.length;
+    const drainLimitMs = Math.max(180_000, (o.aheadSeconds + 180) * 1000);
+    for (;;) {
+      const [done] = await once<{ n: number }>(url, EFFECTED_OFFERED, [
+        firstOffered,
+        final.lastId,
+      ]).catch(() => [{ n: 0 }]);
+      if (
+        (done.n >= expected && Date.now() > final.maxDueMs + 2000) ||
+        Date.now() - drainStarted > drainLimitMs
+      )
+        break;
+      progress(`${kind} drain: ${done.n}/${expected} offered tasks effected`);
+      await sleep(2000);
+    }
+    const drainSeconds = (Date.now() - drainStarted) / 1000;
+
+    const figures = await once<{
+      name: string;
+      early: number;
+      q: number[] | null;
+      max: number | null;
+    }>(url, PHASE_FIGURES, [
+      phases.map((_, i) => String(i)),
+      phases.map((p) => p.fromMs),
+      phases.map((p) => p.toMs),
+    ]);
+    for (const f of figures) {
+      const p = phases[Number(f.name)];
+      p.early = f.early;
+      p.lateness = f.q
+        ? {
+            p50: round(f.q[0], 1),
+            p99: round(f.q[1], 1),
+            p9999: round(f.q[2], 1),
+            max: round(Number(f.max), 1),
+          }
+        : null;
+    }
+    const [check] = await once<{
+      duplicates: number;
+      early: number;
+      unknown: number;
+      missing: number;
+    }>(url, LEDGER_CHECK, [firstOffered, final.lastId, final.uncertain]);
+    const [pendingFired] = await once<{ n: number }>(url, PENDING_FIRED, [o.pending]);
+    const ledger: LedgerCheck = {
+      offered: final.lastId - firstOffered + 1,
+      uncertain: final.uncertain.length,
+      ...check,
+      pendingFired: pendingFired.n,
+      drainSeconds: round(drainSeconds, 1),
+      ok:
+        check.missing === 0 &&
+        check.duplicates === 0 &&
+        check.early === 0 &&
+        check.unknown === 0 &&
+        pendingFired.n === 0,
+    };
+    return ledger;
+  }
+}
+
+export function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+export type { InstanceUsage };
