@@ -69,17 +69,21 @@ async function activeReaders(c: PressureContext): Promise<Stop> {
   };
 }
 
-/** SIGKILL the last instance at the start, relaunch it halfway. */
+/** SIGKILL the last instance at the start, relaunch it halfway (or at the end, if its boot is slow). */
 async function killWorker(c: PressureContext): Promise<Stop> {
   await c.killInstance();
   c.note('instance killed');
-  const timer = setTimeout(() => {
-    c.relaunchInstance().then(
+  let relaunch: Promise<void> | undefined;
+  const start = () =>
+    (relaunch ??= c.relaunchInstance().then(
       () => c.note('instance relaunched'),
       (e: Error) => c.note(`relaunch failed: ${e.message}`),
-    );
-  }, c.phaseMs / 2);
-  return async () => clearTimeout(timer);
+    ));
+  const timer = setTimeout(start, c.phaseMs / 2);
+  return async () => {
+    clearTimeout(timer);
+    await start();
+  };
 }
 
 /** Two restarts (fast shutdown, down a few seconds), at the start and halfway. */

@@ -37,5 +37,12 @@ export function markdown(o: LongOptions, systems: SystemRecord[], startedAt: str
       `| ${s.system} | ${s.loadSeconds} | ${g.offered} | ${g.uncertain} | ${g.missing} | ${g.duplicates} | ${g.early} | ${g.pendingFired} | ${g.drainSeconds} | ${g.ok ? 'exactly once, none early' : 'FAILED'} |`,
     );
   }
+  for (const s of systems) {
+    if (s.topStatements.length === 0) continue;
+    lines.push('', `Statements ${s.system} ran most (calls per offered task, whole run):`, '');
+    lines.push('| per task | rows | ms | statement |', '| ---: | ---: | ---: | --- |');
+    for (const t of s.topStatements)
+      lines.push(`| ${t.perTask} | ${t.rows} | ${t.ms} | \`${t.query.replace(/\|/g, '\\|')}\` |`);
+  }
   return lines.join('\n') + '\n';
 }

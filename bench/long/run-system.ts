@@ -18,7 +18,15 @@ import { loadFactor, type PhaseKind } from './phase-kinds.js';
 import type { PhaseRecord } from './phase-record.js';
 import { once } from './pg-client.js';
 import { PRESSURES } from './pressure.js';
-import { DEPTH, HOT_TABLE, INDEXES, STATEMENTS, TABLES, XACTS_ONLY } from './sample-statements.js';
+import {
+  DEPTH,
+  HOT_TABLE,
+  INDEXES,
+  STATEMENTS,
+  TABLES,
+  TOP_STATEMENTS,
+  XACTS_ONLY,
+} from './sample-statements.js';
 
 export interface LedgerCheck {
   offered: number;
@@ -35,11 +43,16 @@ export interface LedgerCheck {
 export interface SystemRecord {
   system: SystemKind;
   loadSeconds: number;
+  /** Most-run statements over the whole run (pending load included), calls per offered task. */
+  topStatements: { perTask: number; rows: number; ms: number; query: string }[];
   phases: PhaseRecord[];
   ledger: LedgerCheck;
 }
 
 type Progress = (line: string) => void;
+
+/** Nest's coloured log lines, as an instance's last output reads. */
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
 
 export async function runSystem(
   kind: SystemKind,
@@ -89,7 +102,20 @@ export async function runSystem(
   try {
     for (const kindOfPhase of o.phases) phases.push(await runPhase(kindOfPhase));
     const ledger = await drainAndCheck();
-    return { system: kind, loadSeconds: round(loadSeconds, 1), phases, ledger };
+    const top = cluster.statements
+      ? await once<{ calls: number; rows: number; ms: number; query: string }>(
+          cluster.url,
+          TOP_STATEMENTS,
+          [database],
+        )
+      : [];
+    const topStatements = top.map((t) => ({
+      perTask: round(t.calls / Math.max(1, ledger.offered), 3),
+      rows: t.rows,
+      ms: t.ms,
+      query: t.query,
+    }));
+    return { system: kind, loadSeconds: round(loadSeconds, 1), topStatements, phases, ledger };
   } finally {
     await Promise.all(instances.map((i) => i.stop()));
     await once(cluster.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
@@ -97,7 +123,14 @@ export async function runSystem(
 
   async function runPhase(phase: PhaseKind): Promise<PhaseRecord> {
     const events: string[] = [];
-    const note = (e: string) => events.push(`${((Date.now() - fromMs) / 1000).toFixed(1)} s: ${e}`);
+    // One line each, without colours: events go into a Markdown table cell.
+    const note = (e: string) =>
+      events.push(
+        `${((Date.now() - fromMs) / 1000).toFixed(1)} s: ${e
+          .replace(ANSI_COLOUR, '')
+          .split('\n')[0]
+          .slice(0, 160)}`,
+      );
     await instances[0].call('rate', { rate: o.rate * loadFactor(phase) });
     const fromMs = Date.now();
     const before = await usages();
@@ -150,7 +183,7 @@ export async function runSystem(
     // An instance that died by itself (not the one kill-worker killed) is noted and relaunched.
     for (let i = 0; i < instances.length; i++)
       if (instances[i].exited && phase !== 'kill-worker') {
-        note(`instance ${i} had exited: ${instances[i].tail().split('\n').pop()}`);
+        note(`instance ${i} had exited, relaunched: ${instances[i].tail().split('\n').pop()}`);
         instances[i] = await Instance.launch(kind, settings(i));
         cpuBefore.set(instances[i], 0);
       }

@@ -32,3 +32,10 @@ export const STATEMENTS = `
 
 export const XACTS_ONLY = `SELECT 0::float8 AS statements, (xact_commit + xact_rollback)::float8 AS xacts
   FROM pg_stat_database WHERE datname = $1`;
+
+/** The statements the system ran most, per effect: where per-task work could be cut. */
+export const TOP_STATEMENTS = `
+  SELECT s.calls::float8 AS calls, s.rows::float8 AS rows, round(s.total_exec_time::numeric, 1)::float8 AS ms,
+         left(regexp_replace(s.query, '\\s+', ' ', 'g'), 160) AS query
+  FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+  WHERE d.datname = $1 ORDER BY s.calls DESC LIMIT 15`;
