@@ -100,6 +100,10 @@ export async function runSystem(
     );
   const phases: PhaseRecord[] = [];
   try {
+    // Half the offered tasks fall due over the next aheadSeconds: until then effects/s climb
+    // towards offered, so the first phase starts once the flow is steady.
+    progress(`${kind}: warming up for ${o.aheadSeconds} s`);
+    await sleep(o.aheadSeconds * 1000);
     for (const kindOfPhase of o.phases) phases.push(await runPhase(kindOfPhase));
     const ledger = await drainAndCheck();
     const top = cluster.statements
