@@ -54,8 +54,7 @@ export async function newPage(browser: Browser): Promise<Page> {
 
 export const errorsOf = (page: Page): string[] => pageErrors.get(page) ?? [];
 
-export const textOf = (page: Page, selector: string) =>
-  page.locator(selector).first().innerText();
+export const textOf = (page: Page, selector: string) => page.locator(selector).first().innerText();
 
 /** Opens /admin and signs in with the test token. */
 export async function signIn(page: Page, base: string): Promise<void> {

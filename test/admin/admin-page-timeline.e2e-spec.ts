@@ -66,16 +66,19 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
       timeline: `/admin/api/entities/${entity}/timeline`,
       timelinePage: `/admin#/timeline?entity=${entity}`,
     });
-    const { task, traceId } = await tracer.startActiveSpan('POST /orders/:id/ship', async (span) => {
-      const scheduled = await t.delay.schedule({
-        type: FLAKY_TYPE,
-        entity,
-        delay: '1m',
-        maxAttempts: 3,
-      });
-      span.end();
-      return { task: scheduled, traceId: span.spanContext().traceId };
-    });
+    const { task, traceId } = await tracer.startActiveSpan(
+      'POST /orders/:id/ship',
+      async (span) => {
+        const scheduled = await t.delay.schedule({
+          type: FLAKY_TYPE,
+          entity,
+          delay: '1m',
+          maxAttempts: 3,
+        });
+        span.end();
+        return { task: scheduled, traceId: span.spanContext().traceId };
+      },
+    );
     await t.tester.advance('1m'); // its first run fails: retried in about a second
     expect(t.runs.flakyRuns.get(task.id)).toBe(1);
     await t.tester.advance('2s'); // the retry snoozes for 5 minutes
@@ -87,7 +90,9 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
     const page = await newPage(browser);
     await signIn(page, base);
     await page.goto(`${base}${order.links.timelinePage}`);
-    await page.waitForSelector(`#timeline-steps tbody tr[data-task="${task.id}"][data-event="executed"]`);
+    await page.waitForSelector(
+      `#timeline-steps tbody tr[data-task="${task.id}"][data-event="executed"]`,
+    );
     expect(await page.inputValue('#timeline-query')).toBe(entity);
     expect(await textOf(page, '#timeline-title')).toBe(entity);
     expect(await stepsOf(page, task.id)).toEqual([
@@ -140,9 +145,7 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
       `Cancelled 2 task(s) (order.close-unpaid 1, ${TEST_TYPE} 1: #${close.id}, #${extra.id}) of ${entity}.`,
     );
     await page.waitForSelector('#timeline-due >> text=Nothing is due.');
-    expect(
-      await page.locator('#timeline-steps tbody tr[data-event="cancelled"]').count(),
-    ).toBe(2);
+    expect(await page.locator('#timeline-steps tbody tr[data-event="cancelled"]').count()).toBe(2);
     expect(await page.locator('#timeline-tasks .pill.state-cancelled').count()).toBe(2);
     expect(await page.locator('#entity-cancel').isDisabled()).toBe(true);
     for (const id of [close.id, extra.id])

@@ -147,15 +147,18 @@ export class TimelineView {
         { 'data-event': e.event, 'data-task': e.taskId },
         el('td', { class: 'mono' }, exact(e.at)),
         el('td', { class: 'mono type', title: e.key ?? '' }, `#${e.taskId} ${e.type}`),
-        el('td', {}, el('span', { class: `pill step-${EVENT_KIND[e.event] ?? 'pending'}` }, e.event)),
+        el(
+          'td',
+          {},
+          el('span', { class: `pill step-${EVENT_KIND[e.event] ?? 'pending'}` }, e.event),
+        ),
         el('td', { class: 'num' }, e.attempt ?? '–'),
         el('td', { class: 'mono instance' }, e.instance ?? '–'),
         el(
           'td',
           {
             class: 'num',
-            title:
-              e.event === 'executed' ? 'A completed attempt records no duration' : undefined,
+            title: e.event === 'executed' ? 'A completed attempt records no duration' : undefined,
           },
           e.durationMs === null ? '–' : duration(e.durationMs),
         ),

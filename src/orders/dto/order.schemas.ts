@@ -5,12 +5,7 @@ import {
   ORDER_STATUSES,
   REVIEW_STATUSES,
 } from '../order-status.js';
-import type {
-  OrderEventView,
-  OrderLinksView,
-  OrderPageView,
-  OrderView,
-} from '../order.view.js';
+import type { OrderEventView, OrderLinksView, OrderPageView, OrderView } from '../order.view.js';
 
 /*
  * The response shapes for OpenAPI only: the controllers return the plain
