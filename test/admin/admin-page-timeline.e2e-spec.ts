@@ -127,8 +127,8 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
     const page = await newPage(browser);
     await signIn(page, base);
     await page.click('#nav a[data-view="timeline"]');
-    // An order's id alone is read as its entity.
-    await page.fill('#timeline-query', order.id);
+    // An order's id alone is read as its entity, in whatever case it was pasted.
+    await page.fill('#timeline-query', order.id.toUpperCase());
     await page.click('#timeline-search button[type=submit]');
     await page.waitForSelector(`#timeline-due tbody tr[data-task="${extra.id}"]`);
     expect(await textOf(page, '#timeline-title')).toBe(entity);

@@ -19,10 +19,17 @@ const EVENT_KIND = {
   dead: 'dead',
 };
 
-/** What the operator typed: an entity as is (`order:42`), or an order's id, read as `order:<id>`. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What the operator typed: an entity as is (`order:42`; entities are
+ * case-sensitive), or an order's id, read as `order:<id>` (a uuid in lower
+ * case, as the app stores it, whatever case it was pasted in).
+ */
 export const entityOf = (input) => {
   const value = input.trim();
-  return value === '' || value.includes(':') ? value : `order:${value}`;
+  if (value === '' || value.includes(':')) return value;
+  return `order:${UUID.test(value) ? value.toLowerCase() : value}`;
 };
 
 /** 2026-01-01 09:30:05.123 UTC: the steps of one attempt often fall within a second. */
