@@ -53,22 +53,10 @@ export class LimitBook {
     const row = this.rows.get(type);
     // As stored at boot by the last instance to boot, else this instance's code.
     const declared = row?.declared_at
-      ? {
-          concurrency: row.declared_concurrency,
-          rate:
-            row.declared_rate_starts !== null && row.declared_rate_per_ms !== null
-              ? { starts: row.declared_rate_starts, perMs: Number(row.declared_rate_per_ms) }
-              : null,
-        }
+      ? stored(row.declared_concurrency, row.declared_rate_starts, row.declared_rate_per_ms)
       : (this.declaredOf(type) ?? NO_LIMIT);
     const override = row?.overridden
-      ? {
-          concurrency: row.concurrency,
-          rate:
-            row.rate_starts !== null && row.rate_per_ms !== null
-              ? { starts: row.rate_starts, perMs: Number(row.rate_per_ms) }
-              : null,
-        }
+      ? stored(row.concurrency, row.rate_starts, row.rate_per_ms)
       : null;
     return {
       declared,
@@ -88,4 +76,16 @@ export class LimitBook {
   knownTypes(): string[] {
     return [...this.rows.keys()];
   }
+}
+
+/** A limit from its stored columns (a rate needs both of its own). */
+function stored(
+  concurrency: number | null,
+  starts: number | null,
+  perMs: string | null,
+): ResolvedLimit {
+  return {
+    concurrency,
+    rate: starts !== null && perMs !== null ? { starts, perMs: Number(perMs) } : null,
+  };
 }
