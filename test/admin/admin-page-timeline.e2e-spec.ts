@@ -98,9 +98,9 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
     expect(await stepsOf(page, task.id)).toEqual([
       ['scheduled', '–', '–', traceId],
       ['started', '1', 'orders-eu-1', traceId],
-      ['retried', '1', 'orders-eu-1', '–'],
+      ['retried', '1', 'orders-eu-1', traceId],
       ['started', '2', 'orders-eu-1', traceId],
-      ['snoozed', '2', 'orders-eu-1', '–'],
+      ['snoozed', '2', 'orders-eu-1', traceId],
       ['started', '2', 'orders-eu-1', traceId],
       ['executed', '2', 'orders-eu-1', traceId],
     ]);
