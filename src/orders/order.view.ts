@@ -7,6 +7,19 @@ import type {
   ReviewStatus,
 } from './order-status.js';
 import type { Order } from './order.entity.js';
+import { orderEntity } from './order-tasks.js';
+
+/**
+ * Where to read more about an order: its history here, and, when the admin
+ * API is mounted (ADMIN_TOKEN), the timeline of its delayed tasks (admin
+ * token needed) and the live page opened on it; null without the admin API,
+ * where those paths are 404s.
+ */
+export interface OrderLinksView {
+  history: string;
+  timeline: string | null;
+  timelinePage: string | null;
+}
 
 /** An order as the API returns it: times as ISO-8601 strings or null. */
 export interface OrderView {
@@ -25,6 +38,7 @@ export interface OrderView {
   reviewedAt: string | null;
   paymentDeadline: string | null;
   autoReviewAt: string | null;
+  links: OrderLinksView;
 }
 
 export interface OrderEventView {
@@ -41,7 +55,18 @@ export interface OrderPageView {
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
-export function toOrderView(order: Order): OrderView {
+export function orderLinks(orderId: string, admin: boolean): OrderLinksView {
+  // A uuid: nothing in `order:<uuid>` needs escaping in a path or a query.
+  const entity = orderEntity(orderId);
+  return {
+    history: `/orders/${orderId}/history`,
+    timeline: admin ? `/admin/api/entities/${entity}/timeline` : null,
+    timelinePage: admin ? `/admin#/timeline?entity=${entity}` : null,
+  };
+}
+
+/** `admin`: whether the admin API is mounted, so that the order links to its timeline. */
+export function toOrderView(order: Order, admin: boolean): OrderView {
   return {
     id: order.id,
     userId: order.userId,
@@ -58,6 +83,7 @@ export function toOrderView(order: Order): OrderView {
     reviewedAt: iso(order.reviewedAt),
     paymentDeadline: iso(order.paymentDeadline),
     autoReviewAt: iso(order.autoReviewAt),
+    links: orderLinks(order.id, admin),
   };
 }
 

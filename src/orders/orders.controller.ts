@@ -5,6 +5,7 @@ import {
   Headers,
   HttpCode,
   HttpStatus,
+  Inject,
   Param,
   Post,
   Query,
@@ -21,6 +22,8 @@ import {
   ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/app-config.token.js';
 import { CreateOrderDto } from './dto/create-order.dto.js';
 import {
   ErrorSchema,
@@ -33,10 +36,11 @@ import { ListOrdersQuery } from './dto/list-orders.query.js';
 import { NoBodyPipe } from './dto/no-body.pipe.js';
 import { OrderIdPipe } from './dto/order-id.pipe.js';
 import { ReviewOrderDto } from './dto/review-order.dto.js';
+import type { Order } from './order.entity.js';
 import { OrdersService } from './orders.service.js';
 import {
   toOrderEventView,
-  toOrderView,
+  toOrderView as orderView,
   type OrderEventView,
   type OrderPageView,
   type OrderView,
@@ -57,7 +61,17 @@ import {
 })
 @Controller('orders')
 export class OrdersController {
-  constructor(private readonly orders: OrdersService) {}
+  /** Whether the admin API is mounted: the orders then link to their timelines. */
+  private readonly admin: boolean;
+
+  constructor(
+    private readonly orders: OrdersService,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.admin = config.adminToken !== undefined;
+  }
+
+  private readonly toOrderView = (order: Order): OrderView => orderView(order, this.admin);
 
   @Post()
   @ApiOperation({
@@ -77,7 +91,7 @@ export class OrdersController {
     @Body() body: CreateOrderDto,
     @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.create(body, parseIdempotencyKey(idempotencyKey)));
+    return this.toOrderView(await this.orders.create(body, parseIdempotencyKey(idempotencyKey)));
   }
 
   @Get()
@@ -85,7 +99,7 @@ export class OrdersController {
   @ApiOkResponse({ type: OrderPageSchema })
   async list(@Query() query: ListOrdersQuery): Promise<OrderPageView> {
     const page = await this.orders.list(query);
-    return { items: page.items.map(toOrderView), nextCursor: page.nextCursor };
+    return { items: page.items.map(this.toOrderView), nextCursor: page.nextCursor };
   }
 
   @Get(':id')
@@ -94,7 +108,7 @@ export class OrdersController {
   @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
   @ApiOkResponse({ type: OrderSchema })
   async get(@Param('id', OrderIdPipe) id: string): Promise<OrderView> {
-    return toOrderView(await this.orders.get(id));
+    return this.toOrderView(await this.orders.get(id));
   }
 
   @Get(':id/history')
@@ -117,7 +131,7 @@ export class OrdersController {
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.pay(id));
+    return this.toOrderView(await this.orders.pay(id));
   }
 
   @Post(':id/cancel')
@@ -131,7 +145,7 @@ export class OrdersController {
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.cancel(id));
+    return this.toOrderView(await this.orders.cancel(id));
   }
 
   @Post(':id/finish')
@@ -148,7 +162,7 @@ export class OrdersController {
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.finish(id));
+    return this.toOrderView(await this.orders.finish(id));
   }
 
   @Post(':id/refund')
@@ -165,7 +179,7 @@ export class OrdersController {
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.refund(id));
+    return this.toOrderView(await this.orders.refund(id));
   }
 
   @Post(':id/review')
@@ -179,6 +193,6 @@ export class OrdersController {
     @Param('id', OrderIdPipe) id: string,
     @Body() body: ReviewOrderDto,
   ): Promise<OrderView> {
-    return toOrderView(await this.orders.review(id, body.stars, body.comment ?? null));
+    return this.toOrderView(await this.orders.review(id, body.stars, body.comment ?? null));
   }
 }

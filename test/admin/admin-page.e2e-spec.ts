@@ -1,22 +1,20 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { DelaySchedules } from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
+import {
+  ARTIFACTS,
+  describeInChromium,
+  errorsOf,
+  launchChromium,
+  listen,
+  newPage as openPage,
+  textOf as text,
+} from './admin-browser.js';
 import { ADMIN_TOKEN, LIMITED_TYPE, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
 
 // The live page in a real browser: Debian's chromium driven by playwright-core,
 // against the real app on the ManualClock, so the page changes exactly when
 // the test moves time (the stream's snapshots come every 2 s by that clock).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = 'test-artifacts';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(
-    `admin page browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
-  );
-}
 
 describe('the admin page shell', () => {
   const ctx = useAdminTestApp({ ADMIN_TOKEN });
@@ -43,7 +41,7 @@ describe('the admin page shell', () => {
   });
 });
 
-(hasChromium ? describe : describe.skip)('the admin page in Chromium', () => {
+describeInChromium('admin page browser test')('the admin page in Chromium', () => {
   // 120 one-second slots: a two-minute ring, cut into 60 regions of 2 slots.
   // The manual clock starts at the real time, so the instance's clock offset reads true.
   const ctx = useAdminTestApp(
@@ -54,39 +52,15 @@ describe('the admin page shell', () => {
   let base = '';
 
   beforeAll(async () => {
-    const server = ctx.t.app.getHttpServer() as http.Server;
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    base = await listen(ctx.t.app);
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
     await browser?.close();
   });
 
-  async function newPage(): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(error.message));
-    page.on('dialog', (dialog) => void dialog.accept());
-    (page as Page & { errors: string[] }).errors = errors;
-    return page;
-  }
-  const errorsOf = (page: Page) => (page as Page & { errors: string[] }).errors;
-
-  const text = (page: Page, selector: string) => page.locator(selector).first().innerText();
+  const newPage = (): Promise<Page> => openPage(browser);
   const countOf = (page: Page, state: string) =>
     page.locator(`#state-cards [data-state="${state}"] .value`).getAttribute('data-count');
   /** Waits until the card of `state` shows `count`: the page updated itself. */

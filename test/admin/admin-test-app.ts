@@ -2,7 +2,7 @@ import { Injectable, Module, type INestApplication, type LoggerService } from '@
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { DelayedTaskHandler, DelayService } from 'nest-delay';
+import { DelayedTaskHandler, DelayService, TaskOutcome } from 'nest-delay';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig } from '../../src/config/app-config.js';
@@ -13,6 +13,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
 export const TEST_TYPE = 'admin.test';
 /** A type with shared limits of its own: 2 at once and 50 starts a second, per merchant. */
 export const LIMITED_TYPE = 'admin.limited';
+/** Fails its first run, snoozes its second for 5 minutes, completes its third. */
+export const FLAKY_TYPE = 'admin.flaky';
 
 /**
  * The test handler's runs, by task id; a payload `{ fail: true }` makes it
@@ -23,6 +25,8 @@ export class AdminTestRuns {
   readonly healed = new Set<string>();
   /** LIMITED_TYPE's runs, by task id, in the order they started. */
   readonly limitedRan: string[] = [];
+  /** FLAKY_TYPE's runs so far, by task id. */
+  readonly flakyRuns = new Map<string, number>();
 }
 
 @Injectable()
@@ -45,6 +49,14 @@ class AdminTestHandler {
   })
   limited(_payload: unknown, { task }: { task: { id: string } }) {
     this.runs.limitedRan.push(task.id);
+  }
+
+  @DelayedTaskHandler(FLAKY_TYPE)
+  flaky(_payload: unknown, { task }: { task: { id: string } }): TaskOutcome | void {
+    const run = (this.runs.flakyRuns.get(task.id) ?? 0) + 1;
+    this.runs.flakyRuns.set(task.id, run);
+    if (run === 1) throw new Error('the payment provider timed out');
+    if (run === 2) return TaskOutcome.snooze('5m');
   }
 }
 

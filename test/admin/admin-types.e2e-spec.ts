@@ -1,5 +1,11 @@
 import { CapturingLogger } from '../delay/delay-test-app.js';
-import { ADMIN_TOKEN, LIMITED_TYPE, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
+import {
+  ADMIN_TOKEN,
+  FLAKY_TYPE,
+  LIMITED_TYPE,
+  TEST_TYPE,
+  useAdminTestApp,
+} from './admin-test-app.js';
 
 const logger = new CapturingLogger();
 // The notification's rate as configured here (not the default), to see configuration reach it.
@@ -25,6 +31,7 @@ describe('GET /admin/api/types', () => {
     const res = await ctx.t.get('/admin/api/types').expect(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.body.map((info: { type: string }) => info.type)).toEqual([
+      FLAKY_TYPE,
       LIMITED_TYPE,
       TEST_TYPE,
       'order.auto-review',

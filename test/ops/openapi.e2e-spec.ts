@@ -52,6 +52,19 @@ describe('OpenAPI', () => {
       'CLOSED',
       'REFUNDED',
     ]);
+    // Each order links to its history and, with the admin API on, to its timeline.
+    expect(OrderSchema.required).toContain('links');
+    expect(OrderSchema.properties.links.$ref).toBe('#/components/schemas/OrderLinksSchema');
+    const { OrderLinksSchema } = doc.components.schemas;
+    expect(OrderLinksSchema.required).toEqual(['history', 'timeline', 'timelinePage']);
+    expect(OrderLinksSchema.properties.timeline).toMatchObject({
+      type: 'string',
+      nullable: true,
+      example: expect.stringMatching(/^\/admin\/api\/entities\/order:[0-9a-f-]{36}\/timeline$/),
+    });
+    expect(OrderLinksSchema.properties.timelinePage.example).toMatch(
+      /^\/admin#\/timeline\?entity=order:[0-9a-f-]{36}$/,
+    );
     expect(ErrorSchema.properties.message.example).toMatch(
       /only a PENDING_PAYMENT order can be paid/,
     );

@@ -15,11 +15,12 @@ export const token = {
 export class AuthError extends Error {}
 /** No answer at all: the server is down or the network is. */
 export class UnreachableError extends Error {}
-/** An answer that is an error; `message` is the server's own words. */
+/** An answer that is an error; `message` is the server's own words, `field` the input it blames. */
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, field = null) {
     super(message);
     this.status = status;
+    this.field = field;
   }
 }
 
@@ -67,6 +68,7 @@ export async function api(path, { method = 'GET', body } = {}) {
     throw new ApiError(
       response.status,
       messageOf(data) ?? `${response.status} ${response.statusText}`,
+      data && typeof data.field === 'string' ? data.field : null,
     );
   }
   return data;

@@ -3,6 +3,7 @@ import { clock } from './format.js';
 import { renderOverview } from './overview.js';
 import { renderSchedules } from './schedules.js';
 import { TasksView } from './tasks.js';
+import { TimelineView } from './timeline.js';
 import { renderTypes } from './types.js';
 
 const $ = (id) => document.getElementById(id);
@@ -34,18 +35,20 @@ function live(state, text) {
 }
 
 const tasks = new TasksView(banner);
+const timeline = new TimelineView(banner);
+const VIEWS = ['overview', 'tasks', 'timeline'];
 
 function route() {
   if (!stream) return;
   const [path, query = ''] = location.hash.replace(/^#/, '').split('?');
   const params = new URLSearchParams(query);
-  const view = path.startsWith('/tasks') ? 'tasks' : 'overview';
-  $('view-overview').hidden = view !== 'overview';
-  $('view-tasks').hidden = view !== 'tasks';
+  const view = VIEWS.find((name) => path.startsWith(`/${name}`)) ?? 'overview';
+  for (const name of VIEWS) $(`view-${name}`).hidden = view !== name;
   const active = view === 'tasks' && params.get('state') === 'dead' ? 'dead' : view;
   for (const link of $('nav').querySelectorAll('a'))
     link.classList.toggle('active', link.dataset.view === active);
   if (view === 'tasks') tasks.show(params);
+  if (view === 'timeline') timeline.show(params);
 }
 
 function showLogin(message) {
@@ -53,8 +56,7 @@ function showLogin(message) {
   stream = null;
   $('nav').hidden = true;
   $('logout').hidden = true;
-  $('view-overview').hidden = true;
-  $('view-tasks').hidden = true;
+  for (const name of VIEWS) $(`view-${name}`).hidden = true;
   $('login').hidden = false;
   live('off', 'signed out');
   const error = $('login-error');
@@ -106,7 +108,8 @@ function onSnapshot(snapshot) {
   const nowMs = new Date(snapshot.wheel.now).getTime();
   renderTypes(snapshot.types, snapshot.pulse.limitWait, nowMs, actOnType);
   renderSchedules(snapshot.schedules, nowMs, actOnSchedule);
-  tasks.refresh(new Date(snapshot.wheel.now).getTime(), !$('view-tasks').hidden);
+  tasks.refresh(nowMs, !$('view-tasks').hidden);
+  timeline.refresh(nowMs, !$('view-timeline').hidden);
   live('on', `live · ${clock(snapshot.wheel.now)} UTC`);
 }
 

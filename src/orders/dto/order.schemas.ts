@@ -5,7 +5,7 @@ import {
   ORDER_STATUSES,
   REVIEW_STATUSES,
 } from '../order-status.js';
-import type { OrderEventView, OrderPageView, OrderView } from '../order.view.js';
+import type { OrderEventView, OrderLinksView, OrderPageView, OrderView } from '../order.view.js';
 
 /*
  * The response shapes for OpenAPI only: the controllers return the plain
@@ -15,8 +15,30 @@ import type { OrderEventView, OrderPageView, OrderView } from '../order.view.js'
 
 const AT = '2026-11-23T10:00:00.000Z';
 
+const ORDER_ID = '3f0b8a52-5c1e-4d5b-9a8e-0b1c2d3e4f50';
+
+export class OrderLinksSchema implements OrderLinksView {
+  @ApiProperty({ example: `/orders/${ORDER_ID}/history` })
+  history!: string;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: `/admin/api/entities/order:${ORDER_ID}/timeline`,
+    description:
+      "The timeline of the order's delayed tasks (admin token needed); null when the admin API is off (no ADMIN_TOKEN)",
+  })
+  timeline!: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: `/admin#/timeline?entity=order:${ORDER_ID}`,
+    description: 'The live admin page opened on that timeline; null when the admin API is off',
+  })
+  timelinePage!: string | null;
+}
+
 export class OrderSchema implements OrderView {
-  @ApiProperty({ format: 'uuid', example: '3f0b8a52-5c1e-4d5b-9a8e-0b1c2d3e4f50' })
+  @ApiProperty({ format: 'uuid', example: ORDER_ID })
   id!: string;
   @ApiProperty({ example: 'user-42' })
   userId!: string;
@@ -58,6 +80,8 @@ export class OrderSchema implements OrderView {
     description: 'A finished, unreviewed order is reviewed 5 stars then',
   })
   autoReviewAt!: string | null;
+  @ApiProperty({ type: OrderLinksSchema })
+  links!: OrderLinksSchema;
 }
 
 export class OrderPageSchema implements OrderPageView {

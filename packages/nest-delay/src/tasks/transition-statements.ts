@@ -111,6 +111,7 @@ async function writeRetry(
     dueAt: 'due_at',
     durationMs: charged ? undefined : sinceStart('$7', '$10'),
     detail: 'last_error',
+    traceId: traceIdOf('trace_context'),
   });
   const rows = await sql.rows(
     `WITH written AS (
@@ -118,7 +119,7 @@ async function writeRetry(
        SET executed_at = NULL, attempts = $3, last_error = $4, due_at = $5, locked_by = $6::text,
            interrupted_at = COALESCE($8, t.interrupted_at), updated_at = $7
        WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
-       RETURNING t.id${event ? ', t.entity, t.attempts, t.due_at, t.last_error' : ''}
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.due_at, t.last_error, t.trace_context' : ''}
      ), note AS (
        DELETE FROM delay_attempt WHERE id = $9::bigint AND EXISTS (SELECT 1 FROM written)
      )${event}
@@ -156,6 +157,7 @@ async function writeDeadLetter(
     attempt: 'attempts',
     durationMs: charged ? undefined : sinceStart('$5', '$8'),
     detail: 'last_error',
+    traceId: traceIdOf('trace_context'),
   });
   const rows = await sql.rows(
     `WITH written AS (
@@ -163,7 +165,7 @@ async function writeDeadLetter(
        SET executed_at = NULL, dead_at = $5, attempts = $3, last_error = $4, locked_by = NULL,
            interrupted_at = COALESCE($6, t.interrupted_at), updated_at = $5
        WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
-       RETURNING t.id${event ? ', t.entity, t.attempts, t.last_error' : ''}
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.last_error, t.trace_context' : ''}
      ), note AS (
        DELETE FROM delay_attempt WHERE id = $7::bigint AND EXISTS (SELECT 1 FROM written)
      )${event}
@@ -194,10 +196,11 @@ function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
     attempt: '$6::int',
     dueAt: 'due_at',
     durationMs: sinceStart('$5', '$7'),
+    traceId: traceIdOf('trace_context'),
   });
   if (!event) return sql.rows(update, params);
   return sql.rows(
-    `WITH written AS (${update} RETURNING id, entity, due_at)${event} SELECT id FROM written`,
+    `WITH written AS (${update} RETURNING id, entity, due_at, trace_context)${event} SELECT id FROM written`,
     [...params, fate.row.attempts, fate.row.executed_at],
   );
 }
