@@ -22,8 +22,6 @@ export class Instance {
   private readonly output: string[] = [];
   private readonly exit: Promise<number | null>;
   exited = false;
-  /** CPU of earlier processes of this instance (before a kill), so per-phase deltas stay whole. */
-  cpuBeforeMs = 0;
 
   private constructor(private readonly child: ChildProcess) {
     const keep = (chunk: Buffer) => {

@@ -4,7 +4,7 @@
  * applied and measured, then a drain and the ledger check.
  */
 import type { Cluster } from './cluster.js';
-import { Instance, type InstanceUsage } from './instance.js';
+import { Instance } from './instance.js';
 import {
   CREATE_LEDGER,
   EFFECTED_OFFERED,
@@ -323,5 +323,3 @@ export function round(value: number, digits: number): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
-
-export type { InstanceUsage };
