@@ -1,16 +1,7 @@
-import { Controller, Get, Inject, Query, UseGuards, UseInterceptors } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiExtraModels,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { Get, Inject, Query } from '@nestjs/common';
+import { ApiExtraModels, ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import { DelayAdmin } from 'nest-delay';
-import { AdminAuthGuard } from './admin-auth.guard.js';
-import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { AdminApiController } from './admin-api.decorator.js';
 import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
 import {
   CountsView,
@@ -23,16 +14,8 @@ import {
 import { WheelQuery } from './dto/wheel.query.js';
 
 /** The whole picture: counts, the instances and their leases, this instance's wheel. */
-@ApiTags('admin')
-@ApiBearerAuth('admin')
-@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
-@ApiTooManyRequestsResponse({
-  description: 'Too many failed tokens from this address; see Retry-After',
-})
 @ApiExtraModels(StateCountView)
-@UseGuards(AdminAuthGuard)
-@UseInterceptors(AdminErrorsInterceptor)
-@Controller('admin/api')
+@AdminApiController('admin/api')
 export class AdminClusterController {
   constructor(
     private readonly admin: DelayAdmin,

@@ -1,25 +1,5 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  HttpStatus,
-  Param,
-  Post,
-  UseGuards,
-  UseInterceptors,
-} from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { Body, Get, Headers, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam } from '@nestjs/swagger';
 import {
   DelayAdmin,
   DelayService,
@@ -28,8 +8,7 @@ import {
   type EntityTimeline,
 } from 'nest-delay';
 import { AdminActionLog } from './admin-actions.log.js';
-import { AdminAuthGuard } from './admin-auth.guard.js';
-import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { AdminApiController } from './admin-api.decorator.js';
 import { REQUEST_ID_HEADER } from './admin-request.middleware.js';
 import { EntityActionView, TimelineView } from './admin.views.js';
 import { CancelEntityDto, RescheduleEntityDto } from './dto/entity-action.dto.js';
@@ -41,16 +20,7 @@ import { EntityPipe } from './dto/entity.pipe.js';
  * id. No pending task is an empty result, not a 404: an entity is a name the
  * tasks carry, not a row of its own.
  */
-@ApiTags('admin')
-@ApiBearerAuth('admin')
-@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
-@ApiTooManyRequestsResponse({
-  description: 'Too many failed tokens from this address; see Retry-After',
-})
-@ApiBadRequestResponse({ description: 'Input out of contract; the message names the field' })
-@UseGuards(AdminAuthGuard)
-@UseInterceptors(AdminErrorsInterceptor)
-@Controller('admin/api/entities')
+@AdminApiController('admin/api/entities', { badRequest: true })
 export class AdminEntitiesController {
   private readonly log = new AdminActionLog();
 

@@ -1,42 +1,14 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  HttpStatus,
-  Param,
-  Post,
-  UseGuards,
-  UseInterceptors,
-} from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { Body, Get, Headers, HttpCode, HttpStatus, Param, Post } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import { DelaySchedules, type ScheduleInfo } from 'nest-delay';
 import { AdminActionLog } from './admin-actions.log.js';
-import { AdminAuthGuard } from './admin-auth.guard.js';
-import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { AdminApiController } from './admin-api.decorator.js';
 import { REQUEST_ID_HEADER } from './admin-request.middleware.js';
 import { NoBodyPipe } from '../orders/dto/no-body.pipe.js';
 import { ScheduleView, toScheduleView } from './schedule.views.js';
 
 /** Recurring schedules: each one's rule, next and last occurrence; pause and resume. */
-@ApiTags('admin')
-@ApiBearerAuth('admin')
-@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
-@ApiTooManyRequestsResponse({
-  description: 'Too many failed tokens from this address; see Retry-After',
-})
-@UseGuards(AdminAuthGuard)
-@UseInterceptors(AdminErrorsInterceptor)
-@Controller('admin/api/schedules')
+@AdminApiController('admin/api/schedules')
 export class AdminSchedulesController {
   private readonly log = new AdminActionLog();
 

@@ -1,6 +1,5 @@
 import {
   Body,
-  Controller,
   Get,
   Headers,
   HttpCode,
@@ -9,25 +8,17 @@ import {
   Param,
   Post,
   Query,
-  UseGuards,
-  UseInterceptors,
 } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
-  ApiBearerAuth,
   ApiConflictResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { DelayAdmin, DelayService, type DelayedTask, type RunAt } from 'nest-delay';
 import { NoBodyPipe } from '../orders/dto/no-body.pipe.js';
 import { AdminActionLog } from './admin-actions.log.js';
-import { AdminAuthGuard } from './admin-auth.guard.js';
-import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { AdminApiController } from './admin-api.decorator.js';
 import { REQUEST_ID_HEADER } from './admin-request.middleware.js';
 import { taskIdNotFound } from './admin.messages.js';
 import { RetryDeadView, TaskDetailsView, TaskPageView, TaskView } from './admin.views.js';
@@ -43,16 +34,7 @@ import { TaskIdPipe } from './dto/task-id.pipe.js';
  * stay right) and is logged with the request id; an action that does not fit
  * the task's state is a 409 naming the state, and changes nothing.
  */
-@ApiTags('admin')
-@ApiBearerAuth('admin')
-@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
-@ApiTooManyRequestsResponse({
-  description: 'Too many failed tokens from this address; see Retry-After',
-})
-@ApiBadRequestResponse({ description: 'Input out of contract; the message names the field' })
-@UseGuards(AdminAuthGuard)
-@UseInterceptors(AdminErrorsInterceptor)
-@Controller('admin/api/tasks')
+@AdminApiController('admin/api/tasks', { badRequest: true })
 export class AdminTasksController {
   private readonly log = new AdminActionLog();
 

@@ -1,7 +1,6 @@
 import {
   BadRequestException,
   Body,
-  Controller,
   Delete,
   Get,
   Headers,
@@ -10,18 +9,12 @@ import {
   Param,
   Post,
   Put,
-  UseGuards,
-  UseInterceptors,
 } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
-  ApiBearerAuth,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiTags,
-  ApiTooManyRequestsResponse,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import {
   DelayLimits,
@@ -31,8 +24,7 @@ import {
 } from 'nest-delay';
 import { NoBodyPipe } from '../orders/dto/no-body.pipe.js';
 import { AdminActionLog } from './admin-actions.log.js';
-import { AdminAuthGuard } from './admin-auth.guard.js';
-import { AdminErrorsInterceptor } from './admin-errors.interceptor.js';
+import { AdminApiController } from './admin-api.decorator.js';
 import { REQUEST_ID_HEADER } from './admin-request.middleware.js';
 import { emptyLimitChange } from './admin.messages.js';
 import { SetTypeLimitDto } from './dto/set-type-limit.dto.js';
@@ -48,15 +40,7 @@ import { TypeLimitsReader } from './type-limits.reader.js';
  * logged with the request id; an unknown type is a 404 naming it, bad input
  * a 400 naming the field, and neither changes anything.
  */
-@ApiTags('admin')
-@ApiBearerAuth('admin')
-@ApiUnauthorizedResponse({ description: 'No or wrong bearer token' })
-@ApiTooManyRequestsResponse({
-  description: 'Too many failed tokens from this address; see Retry-After',
-})
-@UseGuards(AdminAuthGuard)
-@UseInterceptors(AdminErrorsInterceptor)
-@Controller('admin/api/types')
+@AdminApiController('admin/api/types')
 export class AdminTypesController {
   private readonly log = new AdminActionLog();
 
