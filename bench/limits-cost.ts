@@ -44,6 +44,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { ChildRpc } from './harness/child-rpc.js';
 import { Injectable, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -315,36 +316,10 @@ interface Kind {
 
 /** One app instance in a child process of its own. */
 class Instance {
-  private nextId = 0;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (v: any) => void; reject: (e: Error) => void }
-  >();
-  private readonly output: string[] = [];
-  private readonly exit: Promise<void>;
-  private exited = false;
+  private readonly rpc: ChildRpc;
 
-  private constructor(private readonly child: ChildProcess) {
-    const keep = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n')) if (line.trim()) this.output.push(line);
-      this.output.splice(0, Math.max(0, this.output.length - 30));
-      if (process.env.BENCH_VERBOSE) process.stderr.write(chunk);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    child.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: string }) => {
-      const waiter = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
-      if (m.ok) waiter?.resolve(m.result);
-      else waiter?.reject(new Error(m.error));
-    });
-    this.exit = new Promise((resolve) => child.once('exit', () => resolve()));
-    child.on('exit', (code) => {
-      this.exited = true;
-      for (const w of this.waiting.values())
-        w.reject(new Error(`instance exited (${code}):\n${this.output.join('\n')}`));
-      this.waiting.clear();
-    });
+  private constructor(child: ChildProcess) {
+    this.rpc = new ChildRpc(child, 'instance');
   }
 
   static async launch(url: string, app: BurstName | 'idle'): Promise<Instance> {
@@ -364,25 +339,14 @@ class Instance {
   }
 
   call<T>(command: string, args: unknown = {}): Promise<T> {
-    if (this.exited)
-      return Promise.reject(new Error(`instance has exited:\n${this.output.join('\n')}`));
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.child.send({ id, command, args });
-    });
+    return this.rpc.request({ command, args });
   }
 
   usage = () => this.call<Usage>('usage');
   kinds = () => this.call<Kind[]>('kinds');
 
-  async stop(): Promise<void> {
-    if (this.exited) return;
-    const killer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
-    await this.call('stop').catch(() => undefined);
-    if (this.child.connected) this.child.disconnect();
-    await this.exit;
-    clearTimeout(killer);
+  stop(): Promise<void> {
+    return this.rpc.stop({ command: 'stop', args: {} }, 30_000);
   }
 }
 

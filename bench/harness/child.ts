@@ -9,6 +9,7 @@ import type { TaskPlan } from './plan.js';
 import type { BenchSchedule, SystemName, SystemSettings } from '../systems/system.js';
 import type { ScheduleMode, StatementTime, Usage } from '../systems/sut-main.js';
 import type { BareMode } from '../systems/bare.js';
+import { ChildRpc } from './child-rpc.js';
 import { REDIS_URL } from './db.js';
 
 const ENTRY = fileURLToPath(new URL('../systems/sut-main.js', import.meta.url));
@@ -27,42 +28,13 @@ export interface Scheduled {
 }
 
 export class SystemProcess {
-  private nextId = 0;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (v: any) => void; reject: (e: Error) => void }
-  >();
-  private readonly output: string[] = [];
-  private exited = false;
-  private readonly exit: Promise<void>;
+  private readonly rpc: ChildRpc;
 
   private constructor(
-    private readonly child: ChildProcess,
+    child: ChildProcess,
     readonly spawnedAtMs: number,
   ) {
-    const keep = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n')) if (line.trim()) this.output.push(line);
-      if (this.output.length > 40) this.output.splice(0, this.output.length - 40);
-      if (process.env.BENCH_VERBOSE) process.stderr.write(chunk);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    child.on(
-      'message',
-      (message: { id: number; ok: boolean; result?: unknown; error?: string }) => {
-        const waiter = this.waiting.get(message.id);
-        this.waiting.delete(message.id);
-        if (message.ok) waiter?.resolve(message.result);
-        else waiter?.reject(new Error(message.error));
-      },
-    );
-    this.exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.on('exit', (code) => {
-      this.exited = true;
-      for (const waiter of this.waiting.values())
-        waiter.reject(new Error(`system process exited (${code}):\n${this.tail()}`));
-      this.waiting.clear();
-    });
+    this.rpc = new ChildRpc(child, 'system process', 40);
   }
 
   /** Forks the child; the system is loaded by `start`. */
@@ -136,29 +108,15 @@ export class SystemProcess {
   }
 
   /** Stops the system gracefully, then the process; kills it if it hangs. */
-  async stop(): Promise<void> {
-    if (this.exited) return;
-    const killer = setTimeout(() => this.child.kill('SIGKILL'), 20_000);
-    try {
-      await this.call('stop', {});
-    } catch {
-      // a failed stop still ends in the kill below
-    }
-    if (this.child.connected) this.child.disconnect();
-    await this.exit;
-    clearTimeout(killer);
+  stop(): Promise<void> {
+    return this.rpc.stop({ command: 'stop', args: {} });
   }
 
   tail(): string {
-    return this.output.slice(-15).join('\n');
+    return this.rpc.tail();
   }
 
   private call<T>(command: string, args: unknown): Promise<T> {
-    if (this.exited) return Promise.reject(new Error(`system process has exited:\n${this.tail()}`));
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.child.send({ id, command, args });
-    });
+    return this.rpc.request({ command, args });
   }
 }
