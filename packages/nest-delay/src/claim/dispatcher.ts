@@ -67,6 +67,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     return this.queue.has(id) || this.gate.accounts(id, type);
   }
 
+  /** A rate credit's stamp is under way: it may let a line waiting on it ask (a test's settle waits). */
+  get stamping(): boolean {
+    return this.gateClaims.stamping;
+  }
+
   /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
   get idle(): boolean {
     return this.queue.size === 0 && this.inFlight === 0 && !this.gate.hasReady;

@@ -31,6 +31,11 @@ export class GateClaims {
     private readonly runner: ClaimRunner,
   ) {}
 
+  /** A credit's stamp is under way. */
+  get stamping(): boolean {
+    return this.stamps.size > 0;
+  }
+
   /** Credits this instance left in flight under the same id before a restart. */
   async start(): Promise<void> {
     await reapCredits(this.ctx.db.pool, [this.ctx.options.instanceId]);
@@ -115,14 +120,17 @@ export class GateClaims {
       );
       back = [];
     } finally {
+      let returned = false;
       for (const credit of credits?.slice(used) ?? [])
-        await returnCredit(ctx.db.pool, line.type, line.key, credit, holder).catch(
+        await returnCredit(ctx.db.pool, line.type, line.key, credit, holder).then(
+          () => (returned = true),
           (error: unknown) =>
             ctx.logger.error(
               `Putting back an unused rate credit of ${line.type} failed (it frees when this instance restarts or is taken over): ${errorText(error)}`,
             ),
         );
       this.gate.ended(gated, outcome, back);
+      if (returned) this.gate.creditSettled(line.type, line.key, true);
     }
   }
 
@@ -139,6 +147,7 @@ export class GateClaims {
           ctx.options.instanceId,
           this.runner.limitNowMs(),
         );
+        this.gate.creditSettled(type, key, false);
       } catch (error) {
         if (tries >= 5 || this.stopped) {
           ctx.logger.error(

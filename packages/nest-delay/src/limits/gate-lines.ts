@@ -42,6 +42,15 @@ export interface Line {
    * due order rather than to whichever claim reaches the database first.
    */
   takingCredit: boolean;
+  /**
+   * Its last take found every credit in flight (taken by claims not yet
+   * started or stamped): the next stamp or put-back, not a clock, says when to ask again.
+   */
+  creditsInFlight: boolean;
+  /** Counts its credits put back here: a take that raced one may have skipped it (locked). */
+  putBacks: number;
+  /** Counts its credits stamped here: a take that found all in flight may have missed one. */
+  stamps: number;
 }
 
 /** What one gate claim came to, for its line. */
@@ -69,6 +78,8 @@ export interface GateClaim {
   declared: ResolvedLimit;
   /** In force as this instance knows them (the rate decides whether a credit is taken). */
   effective: ResolvedLimit;
+  /** The line's put-backs and stamps when its take began. */
+  creditsAtTake: { putBacks: number; stamps: number };
 }
 
 /** How LimitGate sizes and paces the lines. */
@@ -174,7 +185,13 @@ export class GateLines {
     best.running++;
     best.turn = ++this.turns;
     if (limits.effective.rate) best.takingCredit = true;
-    return { line: best, items, declared: limits.declared, effective: limits.effective };
+    return {
+      line: best,
+      items,
+      declared: limits.declared,
+      effective: limits.effective,
+      creditsAtTake: { putBacks: best.putBacks, stamps: best.stamps },
+    };
   }
 
   /** Its claim has its rate credit (or found none): the line's next may ask for one. */
@@ -201,9 +218,14 @@ export class GateLines {
       line.blocked = null;
       line.readyAtMs = 0;
     }
+    line.creditsInFlight = false;
     switch (outcome.kind) {
       case 'ran':
-        line.blocked = null;
+        // A wait for a rate credit that another claim of the line learned
+        // stands: cleared, the line would keep its ready time with no timer
+        // armed for it (nextWakeMs skips lines not blocked), and no put-back
+        // would wake it.
+        if (line.blocked !== 'rate') line.blocked = null;
         line.backoffMs = 0;
         break;
       case 'done':
@@ -218,11 +240,24 @@ export class GateLines {
         break;
       case 'rate': {
         const atMs = outcome.nextFreeMs;
+        // While the take ran, a credit was put back (the take skipped its
+        // locked row), or, when it found them all in flight, one was stamped
+        // (it gives a time to wait for). Its wake-up went to a line not yet
+        // waiting: ask again now, or the line sleeps to a later credit, or to
+        // a backoff, for nothing. A stamp moves no time the take did give:
+        // the earliest stamped credit frees first.
+        const since = claim.creditsAtTake;
+        if (line.putBacks !== since.putBacks || (atMs === null && line.stamps !== since.stamps)) {
+          line.blocked = null;
+          line.readyAtMs = 0;
+          break;
+        }
         // All in flight (stamped once their starts happen), or due already by
         // this clock but not yet by the database's, which may be a moment ahead.
-        if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs)
+        if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs) {
           this.backOff(line, nowMs, 'rate');
-        else {
+          line.creditsInFlight = atMs === null;
+        } else {
           line.blocked = 'rate';
           line.readyAtMs = Math.ceil(atMs);
         }
@@ -230,6 +265,28 @@ export class GateLines {
       }
     }
     this.dropIfEmpty(line);
+  }
+
+  /**
+   * A credit of the line was put back (`returned`: free again) or stamped
+   * after its start. A line waiting for a rate asks again now if that can
+   * change its answer: after a put-back always; after a stamp only when it
+   * found every credit in flight, and so knows no time to wait for (the
+   * stamp gives one). Its backoff, a guess, would otherwise be what woke it:
+   * late by up to a backoff, and never under a clock that does not move.
+   * Returns whether the line may now ask.
+   */
+  creditSettled(type: string, key: string, returned: boolean): boolean {
+    const line = this.lines.get(lineId(type, key));
+    if (!line) return false;
+    if (returned) line.putBacks++;
+    else line.stamps++;
+    if (line.blocked !== 'rate' || !(returned || line.creditsInFlight)) return false;
+    line.blocked = null;
+    line.readyAtMs = 0;
+    line.backoffMs = 0;
+    line.creditsInFlight = false;
+    return true;
   }
 
   /** Limits changed or a pause came or went: the type's lines try again now. */
@@ -353,6 +410,9 @@ export class GateLines {
         backoffMs: 0,
         turn: 0,
         takingCredit: false,
+        creditsInFlight: false,
+        putBacks: 0,
+        stamps: 0,
       };
       this.lines.set(id, line);
     }

@@ -184,6 +184,13 @@ export class LimitGate implements LifecycleService {
     if (this.lines.creditTaken(claim)) this.wake();
   }
 
+  /** A rate credit of a line was stamped, or put back (`returned`): a line waiting on it may ask now. */
+  creditSettled(type: string, key: string, returned: boolean): void {
+    if (!this.lines.creditSettled(type, key, returned)) return;
+    this.arm();
+    this.wake();
+  }
+
   /**
    * What the claim of `claim` came to: `back` are its tasks that did not
    * run (in their line again, in due order); the line moves on or waits.

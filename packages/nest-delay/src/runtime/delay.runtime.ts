@@ -183,6 +183,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
         !this.backlog.busy &&
         !this.planner.busy &&
         !this.dispatcher.gate.busy &&
+        !this.dispatcher.stamping &&
         this.dispatcher.idle
       )
         return;
