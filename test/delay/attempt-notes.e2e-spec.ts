@@ -11,7 +11,7 @@ import {
 } from '../../packages/nest-delay/src/claim/attempt-statements.js';
 import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
-import { writeCharge } from '../../packages/nest-delay/src/tasks/transition-statements.js';
+import { writeCharge } from '../../packages/nest-delay/src/tasks/fate-statements.js';
 import { charge } from '../../packages/nest-delay/src/tasks/task-transitions.js';
 import { WindowPolicy } from '../../packages/nest-delay/src/tasks/window-policy.js';
 import {

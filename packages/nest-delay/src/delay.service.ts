@@ -1,39 +1,25 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseClock } from './clock/index.js';
 import { DelayValidationError } from './errors/delay-validation.error.js';
-import { TaskNotFoundError } from './errors/task-not-found.error.js';
-import { TaskStateError } from './errors/task-state.error.js';
-import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
-import {
-  dueAtOf,
-  normalizeScheduleRequest,
-  type NormalizedRequest,
-} from './tasks/schedule-request.js';
+import { holdOnCommit, trackWrite } from './firing/write-tracking.js';
+import { dueAtOf, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTasks,
   insertUnkeyedTask,
   insertUnkeyedTasks,
-  keyHolders,
   newTaskRow,
-  type BulkRow,
 } from './tasks/insert-statements.js';
+import { bulkResults, unkeyedBulkRows } from './tasks/bulk-results.js';
 import { getTask } from './tasks/task-statements.js';
-import {
-  cancelTask,
-  insertTask,
-  rescheduleTask,
-  reviveTask,
-  type ActedRow,
-} from './tasks/transition-statements.js';
-import { stateOf, toTask } from './tasks/task-row.js';
+import { cancelTask, insertTask, rescheduleTask, reviveTask } from './tasks/action-statements.js';
+import { actedRow, entityResult } from './tasks/action-results.js';
+import { keyAction } from './tasks/key-action.js';
+import { toTask } from './tasks/task-row.js';
 import {
   cancel,
   cancelEntity,
-  debounce,
   leaseFor,
-  replace,
   reschedule,
   rescheduleEntity,
   revive,
@@ -41,6 +27,8 @@ import {
 import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
 import { cancelEntityTasks, rescheduleEntityTasks } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
+import { normalizeRegistered } from './registered-request.js';
+import { statsSnapshot } from './stats-snapshot.js';
 import type { DelayStats } from './delay-stats.js';
 import type { EntityManager } from 'typeorm';
 import type { TaskRow } from './tasks/task-row.js';
@@ -53,7 +41,6 @@ import type {
   JsonValue,
   RunAt,
   ScheduleRequest,
-  TaskId,
   TaskRef,
   TransactionOptions,
 } from './task.types.js';
@@ -105,7 +92,7 @@ export class DelayService {
             sql,
             req,
             lockedBy,
-            this.onKey(req, nowMs, inCaller),
+            keyAction(req, nowMs, this.policy, inCaller),
             now,
             traceContext,
           );
@@ -146,20 +133,18 @@ export class DelayService {
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const unkeyed = reqs.every((req) => req.key === null);
     const rows = unkeyed
-      ? (await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext)).map(
-          (id, i): BulkRow => ({
-            id,
-            key: null,
-            due_at: new Date(reqs[i].dueAtMs),
-            locked_by: this.policy.isWithinWindow(reqs[i].dueAtMs, nowMs) ? lockedBy : null,
-            n: i + 1,
-          }),
+      ? unkeyedBulkRows(
+          await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
+          reqs,
+          lockedBy,
+          nowMs,
+          this.policy,
         )
       : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
     for (const row of rows) {
       if (manager && this.policy.isRunning) {
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
-        this.holdOnCommit(manager, row);
+        holdOnCommit(this.wheel, this.runtime.ctx.afterCommit, manager, row);
       } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
     }
     if (rows.length > 0 && this.observer.wants('onScheduled')) {
@@ -173,26 +158,7 @@ export class DelayService {
         for (const event of events) this.observer.emit('onScheduled', event);
       });
     }
-    const scheduled = (row: BulkRow): BulkScheduleResult => ({
-      status: 'scheduled',
-      id: row.id,
-      key: row.key,
-      dueAt: row.due_at,
-    });
-    // Every unkeyed request has its row, at its own position.
-    if (unkeyed) return rows.map(scheduled);
-    const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
-    const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
-    const holders = missingKeys.length > 0 ? await keyHolders(sql, missingKeys) : [];
-    const holderOf = new Map(holders.map((row) => [row.key, row.id]));
-    return reqs.map((req, i): BulkScheduleResult => {
-      const row = byPosition.get(i);
-      if (row) return scheduled(row);
-      const key = req.key as string;
-      // Only a keyed request can be left out, and its key has a task: the one it collided with.
-      const id = holderOf.get(key) as TaskId;
-      return { status: 'duplicate', id, key };
-    });
+    return bulkResults(sql, reqs, rows, unkeyed);
   }
 
   /** The task with this id, or the pending (else latest) task with this key; undefined if none. */
@@ -213,7 +179,7 @@ export class DelayService {
       cancel(),
       new Date(this.now()),
     );
-    const cancelled = this.acted(checked, row, 'cancel');
+    const cancelled = actedRow(checked, row, 'cancel');
     // Inside a caller's transaction the cancel may roll back: leave the wheel
     // alone, the claim will find the task cancelled (or not) when it fires.
     if (!options.manager) this.wheel.drop(cancelled.id);
@@ -247,7 +213,7 @@ export class DelayService {
       reschedule(dueAtMs, nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
-    const changed = this.acted(checked, row, 'reschedule');
+    const changed = actedRow(checked, row, 'reschedule');
     this.track(changed, options.manager);
     return toTask(changed);
   }
@@ -344,7 +310,7 @@ export class DelayService {
       revive(nowMs, this.policy, inCaller),
       new Date(nowMs),
     );
-    const changed = this.acted(checked, row, action);
+    const changed = actedRow(checked, row, action);
     this.track(changed, options.manager);
     return toTask(changed);
   }
@@ -355,39 +321,7 @@ export class DelayService {
    * without a query, for gauges and readiness probes.
    */
   stats(): DelayStats {
-    const { dispatcher, wheel, backlog, lease, planner, ctx } = this.runtime;
-    const nowMs = ctx.clock.now();
-    const expiresAt = lease.expiresAt;
-    return {
-      ...dispatcher.stats.snapshot(),
-      held: wheel.size,
-      queued: dispatcher.queuedCount,
-      rescued: this.runtime.sweep.rescued,
-      drainingBacklog: backlog.busy,
-      instanceId: ctx.options.instanceId,
-      running: this.runtime.running,
-      clock:
-        ctx.clock instanceof DatabaseClock
-          ? { correctionMs: ctx.clock.correctionMs, roundTripMs: ctx.clock.roundTripMs }
-          : undefined,
-      occurrences: planner.planning,
-      lease: {
-        live: this.runtime.running && expiresAt !== undefined && expiresAt > nowMs,
-        expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
-      },
-    };
-  }
-
-  /** What a keyed schedule does to the pending task already holding its key. */
-  private onKey(req: NormalizedRequest, nowMs: number, inCaller: boolean) {
-    switch (req.ifExists) {
-      case 'keep':
-        return 'keep';
-      case 'replace':
-        return replace(req.dueAtMs, nowMs, this.policy, inCaller);
-      case 'debounce':
-        return debounce(req.maxWaitMs as number, nowMs, this.policy, inCaller);
-    }
+    return statsSnapshot(this.runtime);
   }
 
   private get db() {
@@ -406,22 +340,9 @@ export class DelayService {
     return this.runtime.wheel;
   }
 
-  /** Keeps the wheel in step with a row just written (or found); in a caller's transaction, again once it commits. */
+  /** Keeps the wheel in step with a row just written (see trackWrite). */
   private track(row: TaskRow, manager: EntityManager | undefined): void {
-    this.wheel.track(row, manager !== undefined);
-    if (manager && stateOf(row) === 'pending') this.holdOnCommit(manager, row);
-  }
-
-  /**
-   * A task written in the caller's transaction is unleased and was held
-   * early (TaskWheel.track); if that hold fired before the commit, its claim
-   * saw no row and let it go. Held again at the commit, it runs within a
-   * tick of it, not at the next loader round. A transaction TypeORM does not
-   * report (a raw BEGIN) still has the loader's round.
-   */
-  private holdOnCommit(manager: EntityManager, row: { id: TaskId; due_at: Date }): void {
-    const dueAtMs = row.due_at.getTime();
-    this.runtime.ctx.afterCommit.run(manager, () => this.wheel.committed(row.id, dueAtMs));
+    trackWrite(this.wheel, this.runtime.ctx.afterCommit, row, manager);
   }
 
   private now(): number {
@@ -429,40 +350,7 @@ export class DelayService {
   }
 
   private normalize(request: ScheduleRequest<unknown>, prefix = ''): NormalizedRequest {
-    try {
-      const req = normalizeScheduleRequest(request, this.now(), (type) =>
-        this.registry.maxAttemptsOf(type),
-      );
-      if (!this.runtime.ctx.options.allowUnknownTypes && !this.registry.has(req.type)) {
-        throw new UnknownTaskTypeError(req.type, this.registry.types());
-      }
-      return req;
-    } catch (error) {
-      if (prefix && error instanceof DelayValidationError) {
-        throw new DelayValidationError(
-          prefix + error.field,
-          error.message.slice(error.field.length + 1),
-        );
-      }
-      throw error;
-    }
+    const { allowUnknownTypes } = this.runtime.ctx.options;
+    return normalizeRegistered(request, this.now(), this.registry, allowUnknownTypes, prefix);
   }
-
-  /** The row an action changed; or why there is none, as the error to throw. */
-  private acted(
-    ref: TaskRef,
-    row: ActedRow | undefined,
-    action: 'cancel' | 'reschedule' | 'revive' | 'retry',
-  ): ActedRow {
-    if (!row) throw new TaskNotFoundError(ref);
-    if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
-    return row;
-  }
-}
-
-/** What an entity action changed, from the rows it returned (in id order). */
-function entityResult(entity: string, rows: TaskRow[]): EntityActionResult {
-  const byType: Record<string, number> = {};
-  for (const row of rows) byType[row.type] = (byType[row.type] ?? 0) + 1;
-  return { entity, ids: rows.map((row) => row.id), byType, tasks: rows.map((row) => toTask(row)) };
 }

@@ -7,7 +7,7 @@ import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
 import { LineClaims } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
-import { writeCharge, writeFate } from '../tasks/transition-statements.js';
+import { writeCharge, writeFate } from '../tasks/fate-statements.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';

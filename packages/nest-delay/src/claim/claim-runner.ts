@@ -9,7 +9,7 @@ import { FAILED_CLAIM_RETRY_MIN_MS } from '../runtime/tuning.js';
 import { claimConnection, type ClaimConnection } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
-import { writeCharge } from '../tasks/transition-statements.js';
+import { writeCharge } from '../tasks/fate-statements.js';
 import { recordAttemptAndBegin } from './attempt-statements.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import { findPendingByIds } from './claim-statements.js';

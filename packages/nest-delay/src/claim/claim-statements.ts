@@ -9,7 +9,7 @@ import {
 import type { Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
-import { withdrawOccurrences } from '../tasks/transition-statements.js';
+import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
 import { startedEvents } from '../tasks/task-events.js';
 import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 

@@ -17,7 +17,7 @@ const scheduledEvent = (rows: string, now: string) =>
   });
 
 // Creating tasks. A keyed schedule that may replace a task is insertTask,
-// in transition-statements.ts with the replace transition it may be.
+// in action-statements.ts with the replace transition it may be.
 
 /**
  * A task with no key has nothing to collide with: a plain INSERT, without

@@ -7,8 +7,9 @@ import type { TaskRow } from './task-row.js';
  * (docs/how-it-works.md, "State transitions", has the table: transition,
  * when, statement). A decision is pure: the row as the claim or the caller read it,
  * the time, and the window policy in, the row's new state out, `locked_by`
- * included; `transition-statements.ts` writes it in one statement, one
- * statement per transition.
+ * included; `fate-statements.ts`, `action-statements.ts` and
+ * `occurrence-statements.ts` write it in one statement, one statement per
+ * transition.
  *
  * `interrupted_at` (its last attempt was cut off: it may only run alone) is
  * set by a charge and cleared by the claim alone: a task keeps the flag,
@@ -365,7 +366,7 @@ export function rescheduleEntity(
  * insert those instants again (one task per occurrence, ever, is the unique
  * index's promise). Used by pause, remove and a change of rule, each after
  * locking the schedule's row (see schedule-statements.ts). Statement:
- * `unplanOccurrences` (transition-statements.ts).
+ * `unplanOccurrences` (occurrence-statements.ts).
  *
  * **withdraw**: at its claim, an occurrence that must not run is cancelled
  * instead, `last_error` saying why (one of the reasons below). Statement:

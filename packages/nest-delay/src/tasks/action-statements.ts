@@ -1,0 +1,182 @@
+import type { TaskRef } from '../task.types.js';
+import type { Sql } from '../store/sql.js';
+import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import type { InsertedRow } from './insert-statements.js';
+import type { NormalizedRequest } from './schedule-request.js';
+import { PENDING, pendingIn } from './pending.js';
+import type { TaskRow } from './task-row.js';
+import { REF_MATCH, refParams } from './task-statements.js';
+import {
+  named,
+  recordEvents,
+  traceIdOf,
+  type EventFields,
+  type TaskEventName,
+} from './task-events.js';
+import type {
+  CancelAction,
+  DebounceAction,
+  MoveAction,
+  ReplaceAction,
+} from './task-transitions.js';
+
+/**
+ * The statements of the callers' actions on a `delayed_task` row, one per
+ * transition (the decisions are in task-transitions.ts; docs/how-it-works.md,
+ * "State transitions", has the table): a keyed schedule's replace and
+ * debounce, and DelayService's cancel, reschedule and revive. An attempt's
+ * fates and charges are in fate-statements.ts.
+ */
+
+// ---------------------------------------------------------------- a keyed schedule
+
+/**
+ * One keyed task in one statement, whatever its key finds: a new task, or,
+ * when a pending task already holds the key, `keep` (touches nothing: the
+ * no-op SET only makes Postgres return and lock the row), the **replace**
+ * transition (`onKey`: the task becomes this request, see `replace`) or the
+ * **debounce** transition (as replace, its due time capped by its maxWait
+ * from the task's first request, see `debounce`).
+ * Postgres decides insert-or-update atomically, so a task that finishes
+ * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
+ * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
+ * statement inserted) tells a new task from a key's existing one, for the
+ * observer's "scheduled". `traceContext` is the caller's (see
+ * TaskTracing.capture); a replace takes the new caller's.
+ */
+export async function insertTask(
+  sql: Sql,
+  req: NormalizedRequest,
+  lockedBy: string | null,
+  onKey: ReplaceAction | DebounceAction | 'keep',
+  now: Date,
+  traceContext: TraceCarrier | null = null,
+): Promise<InsertedRow> {
+  const set =
+    onKey === 'keep'
+      ? `key = EXCLUDED.key`
+      : onKey.transition === 'replace'
+        ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
+         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`
+        : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = ${DEBOUNCED_DUE},
+         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
+         locked_by = CASE WHEN ${DEBOUNCED_DUE} < $11 THEN $10::text END,
+         updated_at = EXCLUDED.updated_at, trace_context = EXCLUDED.trace_context,
+         entity = EXCLUDED.entity`;
+  const debounced = onKey !== 'keep' && onKey.transition === 'debounce';
+  const upsert = `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
+     ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${set}
+     RETURNING *, (xmax = 0) AS inserted`;
+  // With an entity, the event in the same statement: a new task, or the one its key moved.
+  const moved: TaskEventName | null =
+    onKey === 'keep' ? null : onKey.transition === 'replace' ? 'replaced' : 'debounced';
+  const [row] = await sql.rows<InsertedRow>(
+    req.entity === null
+      ? upsert
+      : `WITH written AS (${upsert}), event AS (${recordEvents(
+          moved === null ? '(SELECT * FROM written WHERE inserted) w' : 'written',
+          {
+            event: `CASE WHEN inserted THEN ${named('scheduled')} ELSE ${named(moved ?? 'scheduled')} END`,
+            at: '$7',
+            dueAt: 'due_at',
+            traceId: traceIdOf('trace_context'),
+          },
+        )})
+         SELECT * FROM written`,
+    [
+      req.type,
+      req.key,
+      req.payloadJson,
+      new Date(req.dueAtMs),
+      req.maxAttempts,
+      lockedBy,
+      now,
+      traceContext,
+      req.entity,
+      ...(debounced ? [onKey.lockedBy, new Date(onKey.horizonMs), onKey.maxWaitMs] : []),
+    ],
+  );
+  return row;
+}
+
+/**
+ * A debounced task's new due time: the request's (EXCLUDED, already capped
+ * by maxWait from now), but never past maxWait ($12 ms) after the pending
+ * task's first request, its `created_at`, which no update changes.
+ */
+const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::bigint * interval '1 millisecond')`;
+
+// ---------------------------------------------------------------- the service's actions
+
+/** A task row and whether the action changed it (false: it was not in a state the action fits). */
+export interface ActedRow extends TaskRow {
+  changed: boolean;
+}
+
+/**
+ * Acts on the one task a ref names, in one statement: locks it, applies
+ * `update` when `fits` holds, and returns the row either way with `changed`,
+ * so "no such task" (no row) and "not in a state for that" (changed = false)
+ * come back from the same round trip, with no window between a check and the
+ * write. `target` returns the row as locked (after any transaction that held
+ * it), not as the statement's snapshot saw it. `update` and `fits` use the
+ * alias `t`; parameters from $3 on.
+ */
+function actOnTask(update: string, fits: string, event: EventFields): string {
+  return `
+    WITH target AS (
+      SELECT * FROM delayed_task WHERE ${REF_MATCH}
+      ORDER BY (${PENDING}) DESC, id DESC LIMIT 1
+      FOR UPDATE
+    ), acted AS (
+      UPDATE delayed_task t SET ${update}
+      FROM target WHERE t.id = target.id AND ${fits}
+      RETURNING t.*
+    ), event AS (
+      ${recordEvents('acted', event)}
+    )
+    SELECT *, true AS changed FROM acted
+    UNION ALL
+    SELECT *, false FROM target WHERE NOT EXISTS (SELECT 1 FROM acted)`;
+}
+
+/** cancel: a pending task stops being pending (see task-transitions.ts). */
+export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t'), {
+      event: named('cancelled'),
+      at: '$3',
+    }),
+    [...refParams(ref), now, action.lockedBy],
+  );
+  return row;
+}
+
+/** reschedule: a pending task moves to the action's due time and lease. */
+export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t'), {
+      event: named('rescheduled'),
+      at: '$5',
+      dueAt: 'due_at',
+    }),
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+  );
+  return row;
+}
+
+/** revive: a dead-lettered task back to pending, at the action's due time, with fresh attempts. */
+export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
+  const [row] = await sql.rows<ActedRow>(
+    actOnTask(
+      `dead_at = NULL, attempts = 0, due_at = $3, locked_by = $4::text, updated_at = $5`,
+      `t.dead_at IS NOT NULL`,
+      { event: named('revived'), at: '$5', dueAt: 'due_at' },
+    ),
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+  );
+  return row;
+}

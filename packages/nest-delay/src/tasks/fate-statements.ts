@@ -1,0 +1,206 @@
+import type { Sql } from '../store/sql.js';
+import { pendingIn } from './pending.js';
+import type { TaskRow } from './task-row.js';
+import { named, recordEvents, traceIdOf, type EventFields } from './task-events.js';
+import type { Charge, Discard, Exhaust, Fate, Retry, Skip, Snooze } from './task-transitions.js';
+
+/**
+ * The statements of a claimed attempt's fate and of a charge for a cut-off
+ * attempt: one per transition of a `delayed_task` row (the decisions are in
+ * task-transitions.ts; docs/how-it-works.md, "State transitions", has the
+ * table). The claim's own statement, which also clears `interrupted_at`, is
+ * claimTasks (claim/claim-statements.ts); the callers' actions are in
+ * action-statements.ts, schedules' occurrences in occurrence-statements.ts.
+ */
+
+/**
+ * Writes a claimed attempt's fate, inside the claim transaction (after the
+ * task's savepoint was rolled back, if it failed). `complete` writes
+ * nothing: the claim's `executed_at` commits with the handler's effects.
+ * Returns a promise only when there is something to write, so the common
+ * case costs no microtask.
+ */
+export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | undefined {
+  switch (fate.transition) {
+    case 'complete':
+      return undefined;
+    case 'retry':
+      return writeRetry(sql, fate, fate.row.attempts, now);
+    case 'snooze':
+      return writeSnooze(sql, fate, now);
+    case 'skip':
+      return writeSkip(sql, fate, now);
+    case 'discard':
+    case 'exhaust':
+      return writeDeadLetter(sql, fate, fate.row.attempts, now);
+  }
+}
+
+/**
+ * Charges cut-off attempts (see `charge` in task-transitions.ts): the retry
+ * or dead-letter statement, with the charged count and the flag. Applied
+ * only if the row still has the attempts the charge was decided from, and
+ * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
+ * the attempt note this charge accounts for, deleted in the same statement
+ * if the charge applied (a claim cut off after a handler's timeout; kept
+ * otherwise, an orphaned note that the task's next claim charges); notes found
+ * orphaned by a claim are trimmed by takeOrphanedNotes instead. Returns whether it
+ * was charged.
+ */
+export function writeCharge(
+  sql: Sql,
+  change: Charge,
+  now: Date,
+  noteId: string | null,
+): Promise<boolean> {
+  const charged: Charged = { fromAttempts: change.row.attempts, noteId };
+  return change.transition === 'retry'
+    ? writeRetry(sql, change, change.attempts, now, charged)
+    : writeDeadLetter(sql, change, change.attempts, now, charged);
+}
+
+/**
+ * What a charge adds to a retry or a dead-letter: the row is as read, not
+ * claimed (written only if it still has `fromAttempts` and is pending), it
+ * is flagged (`interrupted_at`), and its note goes with the write.
+ */
+interface Charged {
+  fromAttempts: number;
+  noteId: string | null;
+}
+
+/**
+ * retry: pending again at its due time, with its error and `attempts`. From
+ * a claim (`charged` absent: the row as claimed, locked by the claim) or a
+ * charge. Returns whether it was written.
+ */
+async function writeRetry(
+  sql: Sql,
+  retry: Retry,
+  attempts: number,
+  now: Date,
+  charged?: Charged,
+): Promise<boolean> {
+  const event = eventOf(retry.row, {
+    event: named(charged ? 'charged' : 'retried'),
+    at: '$7',
+    attempt: 'attempts',
+    dueAt: 'due_at',
+    durationMs: charged ? undefined : sinceStart('$7', '$10'),
+    detail: 'last_error',
+    traceId: traceIdOf('trace_context'),
+  });
+  const rows = await sql.rows(
+    `WITH written AS (
+       UPDATE delayed_task t
+       SET executed_at = NULL, attempts = $3, last_error = $4, due_at = $5, locked_by = $6::text,
+           interrupted_at = COALESCE($8, t.interrupted_at), updated_at = $7
+       WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.due_at, t.last_error, t.trace_context' : ''}
+     ), note AS (
+       DELETE FROM delay_attempt WHERE id = $9::bigint AND EXISTS (SELECT 1 FROM written)
+     )${event}
+     SELECT id FROM written`,
+    [
+      retry.row.id,
+      charged?.fromAttempts ?? null,
+      attempts,
+      retry.error,
+      new Date(retry.dueAtMs),
+      retry.lockedBy,
+      now,
+      charged ? now : null,
+      charged?.noteId ?? null,
+      ...(event && !charged ? [retry.row.executed_at] : []),
+    ],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * exhaust, discard: dead-lettered, kept, marked and visible, never deleted:
+ * for inspection and a revive. From a claim or a charge, as writeRetry.
+ */
+async function writeDeadLetter(
+  sql: Sql,
+  fate: Discard | Exhaust,
+  attempts: number,
+  now: Date,
+  charged?: Charged,
+): Promise<boolean> {
+  const event = eventOf(fate.row, {
+    event: named('dead'),
+    at: '$5',
+    attempt: 'attempts',
+    durationMs: charged ? undefined : sinceStart('$5', '$8'),
+    detail: 'last_error',
+    traceId: traceIdOf('trace_context'),
+  });
+  const rows = await sql.rows(
+    `WITH written AS (
+       UPDATE delayed_task t
+       SET executed_at = NULL, dead_at = $5, attempts = $3, last_error = $4, locked_by = NULL,
+           interrupted_at = COALESCE($6, t.interrupted_at), updated_at = $5
+       WHERE t.id = $1 AND ($2::int IS NULL OR (t.attempts = $2 AND ${pendingIn('t')}))
+       RETURNING t.id${event ? ', t.entity, t.attempts, t.last_error, t.trace_context' : ''}
+     ), note AS (
+       DELETE FROM delay_attempt WHERE id = $7::bigint AND EXISTS (SELECT 1 FROM written)
+     )${event}
+     SELECT id FROM written`,
+    [
+      fate.row.id,
+      charged?.fromAttempts ?? null,
+      attempts,
+      fate.reason,
+      now,
+      charged ? now : null,
+      charged?.noteId ?? null,
+      ...(event && !charged ? [fate.row.executed_at] : []),
+    ],
+  );
+  return rows.length > 0;
+}
+
+/** snooze: pending again at its due time, its attempt given back. */
+function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
+  const update = `UPDATE delayed_task
+     SET executed_at = NULL, attempts = $2, due_at = $3, locked_by = $4::text, updated_at = $5
+     WHERE id = $1`;
+  const params = [fate.row.id, fate.attempts, new Date(fate.dueAtMs), fate.lockedBy, now];
+  const event = eventOf(fate.row, {
+    event: named('snoozed'),
+    at: '$5',
+    attempt: '$6::int',
+    dueAt: 'due_at',
+    durationMs: sinceStart('$5', '$7'),
+    traceId: traceIdOf('trace_context'),
+  });
+  if (!event) return sql.rows(update, params);
+  return sql.rows(
+    `WITH written AS (${update} RETURNING id, entity, due_at, trace_context)${event} SELECT id FROM written`,
+    [...params, fate.row.attempts, fate.row.executed_at],
+  );
+}
+
+/**
+ * The event CTE (with its leading comma) of a fate or charge of `row`, for
+ * a statement whose CTE `written` returns the row: empty when the task has
+ * no entity, so a task without one runs the statement as it always was.
+ */
+function eventOf(row: TaskRow, fields: EventFields): string {
+  return row.entity == null ? '' : `, event AS (${recordEvents('written', fields)})`;
+}
+
+/** An attempt's duration in ms: from its claim (`start`) to its fate (`now`). */
+const sinceStart = (now: string, start: string) =>
+  `(extract(epoch FROM (${now}::timestamptz - ${start}::timestamptz)) * 1000)::int`;
+
+/** skip: cancelled without running, its last error saying why. */
+function writeSkip(sql: Sql, fate: Skip, now: Date): Promise<unknown> {
+  return sql.rows(
+    `UPDATE delayed_task
+     SET executed_at = NULL, cancelled_at = $3, last_error = $2, locked_by = NULL, updated_at = $3
+     WHERE id = $1`,
+    [fate.row.id, fate.reason, now],
+  );
+}
