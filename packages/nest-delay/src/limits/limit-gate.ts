@@ -286,8 +286,11 @@ export class LimitGate implements LifecycleService {
   /**
    * Shed tasks come back once the gate and the queue are at most half full:
    * a page of one shed type (not paused) is read, in due order, from the
-   * table (those leased here or to no one) and queued for a claim, which
-   * hands them to the gate again if their type still gates.
+   * table (those leased here or to no one). While the type gates they go
+   * straight back into its lines: a claim of fired tasks would only hand
+   * them over again, a transaction for every batch (the line's own claim
+   * checks each is still pending, not deferred, and the limits, as it
+   * always does). A type no longer limited goes to the dispatcher's queue.
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;
@@ -306,6 +309,7 @@ export class LimitGate implements LifecycleService {
       new Date(ctx.clock.now()),
       after,
       room,
+      this.registry.limitOf(type)?.key !== undefined,
     )
       .then((rows) => {
         // Shed again meanwhile: read from the first next time.
@@ -313,7 +317,19 @@ export class LimitGate implements LifecycleService {
           if (rows.length < room) this.shed.delete(type);
           else this.shed.set(type, rows[rows.length - 1]);
         }
-        if (rows.length > 0) this.release(rows.map((row) => row.id));
+        if (rows.length === 0) return;
+        if (this.stopped || !this.book.gates(type)) {
+          this.release(rows.map((row) => row.id));
+          return;
+        }
+        this.add(
+          rows.map((row) => ({
+            id: row.id,
+            type,
+            payload: row.payload,
+            dueAtMs: row.due_at.getTime(),
+          })),
+        );
       })
       .catch((error: unknown) =>
         ctx.logger.error(`Reading back the waiting tasks of ${type} failed: ${errorText(error)}`),

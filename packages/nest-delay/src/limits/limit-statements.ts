@@ -245,10 +245,16 @@ export async function countWaiting(
   return new Map(rows.map((row) => [row.type, Number(row.waiting)]));
 }
 
+/** A task the gate shed, read back: its payload only when its type's limit has a key. */
+export interface WaitingRow extends DueRow {
+  payload: unknown;
+}
+
 /**
  * The next page of one type's due tasks that this instance leases or no
  * instance does, in due order after the keyset `after`: the tasks its gate
  * shed when full, read back once it has room (LimitGate.refill). Reads only.
+ * `withPayload`: the type's limit has a key, computed from the payload.
  */
 export function findWaiting(
   sql: Sql,
@@ -257,9 +263,10 @@ export function findWaiting(
   now: Date,
   after: DueRow | null,
   limit: number,
-): Promise<DueRow[]> {
-  return sql.rows<DueRow>(
-    `SELECT id, due_at FROM delayed_task
+  withPayload: boolean,
+): Promise<WaitingRow[]> {
+  return sql.rows<WaitingRow>(
+    `SELECT id, due_at, ${withPayload ? 'payload' : 'NULL AS payload'} FROM delayed_task
      WHERE type = $1 AND (locked_by IS NULL OR locked_by = $2) AND ${PENDING} AND due_at <= $3
        AND (due_at, id) > ($4::timestamptz, $5::bigint)
      ORDER BY due_at, id
