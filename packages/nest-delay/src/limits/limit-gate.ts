@@ -285,7 +285,7 @@ export class LimitGate implements LifecycleService {
 
   /**
    * Shed tasks come back once the gate and the queue are at most half full:
-   * a page of one shed type (not paused) is read, in due order, from the
+   * a page of one shed type (not paused), up to the gate's capacity, is read, in due order, from the
    * table (those leased here or to no one). While the type gates they go
    * straight back into its lines: a claim of fired tasks would only hand
    * them over again, a transaction for every batch (the line's own claim
@@ -294,8 +294,12 @@ export class LimitGate implements LifecycleService {
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;
-    const room = Math.floor(this.capacity / 2) - this.lines.size - this.queued();
-    if (room <= 0) return;
+    // Once at most half full, up to full: pages of half the capacity, not
+    // trickles. Spread over many keys, a trickle is a few tasks a line, and
+    // each line's claims are as small (the per-key scene of the limits bench).
+    const held = this.lines.size + this.queued();
+    if (held > this.capacity / 2) return;
+    const room = this.capacity - held;
     const type = [...this.shed.keys()].find((t) => this.book.of(t).pausedAt === null);
     if (type === undefined) return;
     const after = this.shed.get(type) ?? null;
