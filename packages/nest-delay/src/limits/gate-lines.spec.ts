@@ -268,6 +268,16 @@ describe('GateLines: a line waiting for a rate credit', () => {
     expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
   });
 
+  it('keeps waiting on the next stamp when another claim of the line ran meanwhile', () => {
+    const lines = waitingLine();
+    const ran = lines.next(0, true)!;
+    lines.creditTaken(ran);
+    const short = lines.next(0, true)!;
+    lines.ended(short, { kind: 'rate', nextFreeMs: null }, short.items, 0);
+    lines.ended(ran, { kind: 'ran' }, [], 0);
+    expect(lines.creditSettled('t', '', false)).toBe(true);
+  });
+
   it('waits for the credit its take named when no credit was put back meanwhile', () => {
     const lines = waitingLine();
     const claim = lines.next(0, true)!;

@@ -139,7 +139,6 @@ export class GateLines {
       line.blocked = null;
       line.readyAtMs = 0;
     }
-    line.creditsInFlight = false;
     switch (outcome.kind) {
       case 'ran':
         // A wait for a rate credit that another claim of the line learned
@@ -168,6 +167,8 @@ export class GateLines {
         // a backoff, for nothing. A stamp moves no time the take did give:
         // the earliest stamped credit frees first.
         const since = claim.creditsAtTake;
+        // Set by this answer alone: another claim's end keeps a wait it learned.
+        line.creditsInFlight = false;
         if (line.putBacks !== since.putBacks || (atMs === null && line.stamps !== since.stamps)) {
           line.blocked = null;
           line.readyAtMs = 0;
