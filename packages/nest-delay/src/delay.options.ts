@@ -105,6 +105,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     pruneEveryMs: positiveDuration(options.retention?.interval, 'retention.interval', '1m'),
     observer: observerOption(options.observer),
     tracing: booleanOption(options.tracing, 'tracing', true),
+    preparedStatements: booleanOption(options.preparedStatements, 'preparedStatements', true),
   };
 }
 

@@ -27,6 +27,7 @@ const MODULE_KEYS = Object.keys({
   retention: 1,
   observer: 1,
   tracing: 1,
+  preparedStatements: 1,
 } satisfies Record<keyof DelayModuleOptions, 1>);
 const RETRY_KEYS = Object.keys({
   maxAttempts: 1,

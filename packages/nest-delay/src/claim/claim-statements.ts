@@ -245,6 +245,8 @@ export async function claimTasks(
       line?.paced ?? false,
       overdueAfterMs,
     ],
+    // Prepared where it can be: planning this statement cost Postgres more than running it for a few tasks.
+    'nest_delay_claim',
   );
   const first = rows[0];
   return {

@@ -15,6 +15,7 @@ import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
 import { databaseNowMs } from '../lease/lease-statements.js';
 import { Database } from '../store/sql.js';
+import { PreparedStatements } from '../store/prepared-statements.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
 import { BacklogDrainer } from '../lease/backlog-drainer.js';
 import type { DelayContext } from './delay-context.js';
@@ -76,7 +77,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       options,
       concurrency: options.concurrency ?? defaultConcurrency(dataSource),
       logger,
-      db: new Database(dataSource),
+      db: new Database(
+        dataSource,
+        new PreparedStatements(options.preparedStatements, (why) => logger.warn(why)),
+      ),
       policy: new WindowPolicy(options),
       observer: new ObserverCalls(options.observer, logger),
       afterCommit: new AfterCommit(dataSource),

@@ -8,10 +8,15 @@ import {
   type PgClient,
   type PgResult,
 } from './typeorm-seam.js';
+import { PreparedStatements } from './prepared-statements.js';
 
-/** Runs one parameterised statement and returns its rows. */
+/**
+ * Runs one parameterised statement and returns its rows. A `name` asks for
+ * it prepared, where the connection can (a claim's; see PreparedStatements):
+ * one name, one text, always.
+ */
 export interface Sql {
-  rows<T>(text: string, params: unknown[]): Promise<T[]>;
+  rows<T>(text: string, params: unknown[], name?: string): Promise<T[]>;
 }
 
 /**
@@ -24,7 +29,11 @@ export interface Sql {
  * and the pool is the DataSource's (`driver.master`).
  */
 export class Database {
-  constructor(readonly dataSource: DataSource) {}
+  constructor(
+    readonly dataSource: DataSource,
+    /** Off unless the runtime says otherwise (the module's options). */
+    readonly prepared = new PreparedStatements(false),
+  ) {}
 
   /**
    * Gives every connection of the pool an error listener of its own for its
@@ -195,11 +204,20 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     setTransactionBooks(runner, true, 1);
     await broadcast(runner, 'AfterTransactionStart');
   };
+  const { prepared } = database;
   return {
     runner,
     sql: {
-      rows: async <T>(text: string, params: unknown[]) =>
-        ((await client.query(text, params)) as PgResult).rows as T[],
+      rows: async <T>(text: string, params: unknown[], name?: string) => {
+        if (name === undefined || !prepared.enabled)
+          return ((await client.query(text, params)) as PgResult).rows as T[];
+        try {
+          return ((await client.query({ name, text, values: params })) as PgResult).rows as T[];
+        } catch (error) {
+          prepared.failed(error);
+          throw error;
+        }
+      },
     },
     async begin(prelude, backstopMs) {
       await broadcast(runner, 'BeforeTransactionStart');
