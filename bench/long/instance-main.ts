@@ -1,7 +1,7 @@
 /**
  * One instance of a system under test, in its own process so its RSS and CPU
  * are its own and kill-worker can SIGKILL it. Commands come over IPC from
- * the driver (instance.ts); instance 0 also runs the producer.
+ * the driver (instance.ts); each also runs a producer, its share of the load (load.ts).
  */
 import type { LongSystem, LongSystemSettings, LongTask } from './long-system.js';
 import { Producer } from './producer.js';
@@ -36,6 +36,7 @@ type Command =
   | { command: 'load'; count: number; fromMs: number; spanMs: number }
   | { command: 'produce'; firstId: number; nowShare: number; aheadMs: number; rate: number }
   | { command: 'rate'; rate: number }
+  | { command: 'stop-producing' }
   | { command: 'usage' }
   | { command: 'stop' };
 
@@ -57,6 +58,10 @@ async function handle(message: Command): Promise<unknown> {
     case 'rate':
       producer?.setRate(message.rate);
       return null;
+    case 'stop-producing':
+      // Its calls in flight settle first: the counts returned are final.
+      await producer?.stop();
+      return producer?.snapshot() ?? null;
     case 'usage': {
       const cpu = process.cpuUsage();
       return {

@@ -34,8 +34,9 @@ export const PHASE_FIGURES = `
   GROUP BY p.name`;
 
 /**
- * The check over ids $1..$2 (every task offered or pending): tasks with no
- * effect, with more than one, and effects before their due time. $3 lists
+ * The check over the offered ids, ranges [$1[i], $2[i]] (one per producer),
+ * and the pending ids 1..$4: tasks with no effect, with more than one,
+ * effects before their due time, and effects of ids nobody offered. $3 lists
  * the ids whose scheduling call failed (it may or may not have committed):
  * none or one effect each is right for them.
  */
@@ -43,17 +44,20 @@ export const LEDGER_CHECK = `
   WITH per_task AS (
     SELECT task_id, count(*) AS n, bool_or(started_at < due_at) AS early
     FROM bench_ledger GROUP BY task_id
+  ), ranges AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS r(first, last)
   )
   SELECT
     (SELECT count(*) FROM per_task WHERE n > 1)::int AS duplicates,
     (SELECT count(*) FROM per_task WHERE early)::int AS early,
-    (SELECT count(*) FROM per_task WHERE task_id < $1 OR task_id > $2)::int AS unknown,
-    (SELECT count(*) FROM generate_series($1::bigint, $2::bigint) g
+    (SELECT count(*) FROM per_task t WHERE t.task_id > $4
+       AND NOT EXISTS (SELECT 1 FROM ranges r WHERE t.task_id BETWEEN r.first AND r.last))::int AS unknown,
+    (SELECT count(*) FROM ranges r, generate_series(r.first, r.last) g
        WHERE NOT EXISTS (SELECT 1 FROM per_task t WHERE t.task_id = g)
          AND g <> ALL($3::bigint[]))::int AS missing`;
 
 /** Effects of the pending tasks (ids 1..$1): all are due after the run, so any is early. */
 export const PENDING_FIRED = `SELECT count(*)::int AS n FROM bench_ledger WHERE task_id <= $1`;
 
-/** Offered tasks ($1..$2) with an effect, for the drain at the end. */
-export const EFFECTED_OFFERED = `SELECT count(DISTINCT task_id)::int AS n FROM bench_ledger WHERE task_id BETWEEN $1 AND $2`;
+/** Offered tasks (ids above the pending ones, $1) with an effect, for the drain at the end. */
+export const EFFECTED_OFFERED = `SELECT count(DISTINCT task_id)::int AS n FROM bench_ledger WHERE task_id > $1`;

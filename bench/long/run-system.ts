@@ -5,6 +5,7 @@
  */
 import type { Cluster } from './cluster.js';
 import { Instance } from './instance.js';
+import { Load } from './load.js';
 import {
   CREATE_LEDGER,
   EFFECTED_OFFERED,
@@ -84,12 +85,8 @@ export async function runSystem(
   });
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   progress(`${kind}: loaded in ${loadSeconds.toFixed(1)} s; offering ${o.rate}/s`);
-  await instances[0].call('produce', {
-    firstId: o.pending + 1,
-    nowShare: o.nowShare,
-    aheadMs: o.aheadSeconds * 1000,
-    rate: o.rate * loadFactor(o.phases[0]),
-  });
+  const load = new Load(o.nowShare, o.aheadSeconds * 1000);
+  for (const instance of instances) await load.join(instance, o.rate * loadFactor(o.phases[0]));
 
   const usages = () =>
     Promise.all(
@@ -135,11 +132,11 @@ export async function runSystem(
           .split('\n')[0]
           .slice(0, 160)}`,
       );
-    await instances[0].call('rate', { rate: o.rate * loadFactor(phase) });
+    await load.setRate(o.rate * loadFactor(phase));
     const fromMs = Date.now();
     const before = await usages();
     for (const { inst, u } of before) cpuBefore.set(inst, u ? u.cpuMs : 0);
-    const producerBefore = before[0].u?.producer;
+    const offeredBefore = (await load.totals()).offered;
     const statsBefore = (
       await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
     )[0];
@@ -152,11 +149,16 @@ export async function runSystem(
       hotTable: HOT_TABLE[kind],
       phaseMs,
       note,
-      killInstance: () => instances[instances.length - 1].kill(),
+      killInstance: async () => {
+        const last = instances[instances.length - 1];
+        await load.retire(last);
+        await last.kill();
+      },
       relaunchInstance: async () => {
         const last = instances.length - 1;
         instances[last] = await Instance.launch(kind, settings(last));
         cpuBefore.set(instances[last], 0);
+        await load.join(instances[last]);
       },
     }).catch((error: Error) => {
       completed = false;
@@ -188,8 +190,10 @@ export async function runSystem(
     for (let i = 0; i < instances.length; i++)
       if (instances[i].exited && phase !== 'kill-worker') {
         note(`instance ${i} had exited, relaunched: ${instances[i].tail().split('\n').pop()}`);
+        await load.retire(instances[i]).catch(() => {});
         instances[i] = await Instance.launch(kind, settings(i));
         cpuBefore.set(instances[i], 0);
+        await load.join(instances[i]);
       }
     const toMs = Date.now();
     const after = await usages();
@@ -197,8 +201,7 @@ export async function runSystem(
       await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
     )[0];
     const seconds = (toMs - fromMs) / 1000;
-    const producerAfter = after[0].u?.producer;
-    const offered = (producerAfter?.offered ?? 0) - (producerBefore?.offered ?? 0);
+    const offered = (await load.totals()).offered - offeredBefore;
     const tables = await once<{ name: string; dead: number; bytes: number }>(url, TABLES);
     const indexes = await once<{ name: string; bytes: number }>(url, INDEXES);
     const [depthEnd] = await once<{ n: number }>(url, DEPTH[kind]);
@@ -252,17 +255,16 @@ export async function runSystem(
 
   async function drainAndCheck(): Promise<LedgerCheck> {
     // Stop offering, then wait for every offered task to have its effect (the last are due aheadSeconds on).
-    await instances[0].call('rate', { rate: 0 });
+    for (const instance of instances) await load.retire(instance);
     const drainStarted = Date.now();
-    const final = (await instances[0].usage()).producer!;
-    const firstOffered = o.pending + 1;
-    const expected = final.lastId - firstOffered + 1 - final.uncertain.length;
+    const final = await load.totals();
+    const offeredCount = final.ranges.reduce((s, r) => s + r.last - r.first + 1, 0);
+    const expected = offeredCount - final.uncertain.length;
     const drainLimitMs = Math.max(180_000, (o.aheadSeconds + 180) * 1000);
     for (;;) {
-      const [done] = await once<{ n: number }>(url, EFFECTED_OFFERED, [
-        firstOffered,
-        final.lastId,
-      ]).catch(() => [{ n: 0 }]);
+      const [done] = await once<{ n: number }>(url, EFFECTED_OFFERED, [o.pending]).catch(() => [
+        { n: 0 },
+      ]);
       if (
         (done.n >= expected && Date.now() > final.maxDueMs + 2000) ||
         Date.now() - drainStarted > drainLimitMs
@@ -300,10 +302,15 @@ export async function runSystem(
       early: number;
       unknown: number;
       missing: number;
-    }>(url, LEDGER_CHECK, [firstOffered, final.lastId, final.uncertain]);
+    }>(url, LEDGER_CHECK, [
+      final.ranges.map((r) => r.first),
+      final.ranges.map((r) => r.last),
+      final.uncertain,
+      o.pending,
+    ]);
     const [pendingFired] = await once<{ n: number }>(url, PENDING_FIRED, [o.pending]);
     const ledger: LedgerCheck = {
-      offered: final.lastId - firstOffered + 1,
+      offered: offeredCount,
       uncertain: final.uncertain.length,
       ...check,
       pendingFired: pendingFired.n,
