@@ -22,7 +22,12 @@ export class Instance {
   }
 
   static async launch(kind: SystemKind, settings: LongSystemSettings): Promise<Instance> {
-    const child = fork(ENTRY, [], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    // BENCH_CPU_PROF=<dir>: each instance writes a .cpuprofile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF;
+    const child = fork(ENTRY, [], {
+      execArgv: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
     const instance = new Instance(child);
     await instance.call('start', { kind, settings });
     return instance;

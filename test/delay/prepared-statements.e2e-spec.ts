@@ -76,7 +76,7 @@ describeWithServer('prepared claims', () => {
       try {
         await t.delay.schedule({ type: 'prepared.looks', payload: null, runAt: t.clock.now() });
         await t.tester.runDue();
-        expect(SessionHandlers.seen).toEqual([prepared === false ? [] : ['nest_delay_claim']]);
+        expect(SessionHandlers.seen).toEqual([prepared === false ? [] : ['nest_delay_claim_script']]);
       } finally {
         await t.close();
       }

@@ -27,12 +27,25 @@ export async function recordAttempt(
   ids: TaskId[],
   now: Date,
 ): Promise<string> {
-  const [row] = await sql.rows<{ id: string }>(noteStatement('$1', '$2::bigint[]', '$3'), [
-    instanceId,
-    ids,
-    now,
-  ]);
+  const [row] = await sql.rows<{ id: string }>(
+    noteStatement(NEXT_NOTE_ID, '$1', '$2::bigint[]', '$3'),
+    [instanceId, ids, now],
+  );
   return row.id;
+}
+
+/**
+ * Takes `count` note ids from delay_attempt's own sequence, for notes written
+ * later with their id given (see NoteIds): a claim then knows its note's id
+ * before the message that writes it, so its claim statement can go in that
+ * same message.
+ */
+export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]> {
+  const rows = await sql.rows<{ id: string }>(
+    `SELECT ${NEXT_NOTE_ID}::text AS id FROM generate_series(1, $1::int)`,
+    [count],
+  );
+  return rows.map((row) => row.id);
 }
 
 /**
@@ -41,25 +54,31 @@ export async function recordAttempt(
  * same message would join its transaction instead), then the claim's
  * transaction begins. A script takes no parameters, so the values are
  * quoted into it: the instance id by pg's own quoting, ids checked as digits,
- * the time as an ISO literal. Returns the note's id, and whether the
- * database has deferrable constraints (so whether a fence checks them).
+ * the time as an ISO literal. `noteId` comes from reserveNoteIds. `claim`,
+ * a statement without parameters, is sent last in the same message, inside
+ * the claim's transaction: a claim of fired tasks saves a round trip (see
+ * claimInScript). Returns whether the database has deferrable constraints
+ * (so whether a fence checks them), and the claim's rows.
  */
 export async function recordAttemptAndBegin(
   connection: ClaimConnection,
+  noteId: string,
   instanceId: string,
   ids: TaskId[],
   now: Date,
   backstopMs: number,
-): Promise<{ noteId: string; deferrable: boolean }> {
-  for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not a task id: ${id}`);
+  claim?: string,
+): Promise<{ deferrable: boolean; claimed?: unknown[] }> {
+  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
   const note = noteStatement(
+    noteId,
     connection.literal(instanceId),
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,
   );
-  const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs);
+  const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs, claim);
   const row = results[1][0] as { id: string; deferrable: boolean };
-  return { noteId: row.id, deferrable: row.deferrable };
+  return { deferrable: row.deferrable, claimed: claim ? results[results.length - 1] : undefined };
 }
 
 /**
@@ -76,16 +95,19 @@ export function unlockNoteOnceGone(noteId: string): string {
      WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }
 
-/** The note's one statement, given its three values as SQL. */
-function noteStatement(instanceId: string, ids: string, now: string): string {
+/** A new note id, as the column's default would give it. */
+const NEXT_NOTE_ID = `nextval(pg_get_serial_sequence('delay_attempt', 'id'))`;
+
+/** The note's one statement, given its four values as SQL. */
+function noteStatement(id: string, instanceId: string, ids: string, now: string): string {
   // Committed without waiting for the WAL flush: the note matters only if the
   // app dies while Postgres lives on (and flushes it within milliseconds); if
   // Postgres itself crashes, the claims die with it and nothing is to charge.
   return `WITH async AS (
        SELECT set_config('synchronous_commit', 'off', true)
      ), noted AS (
-       INSERT INTO delay_attempt (instance_id, task_ids, started_at, recorded_at)
-       SELECT ${instanceId}, ${ids}, ${now}, now() FROM async
+       INSERT INTO delay_attempt (id, instance_id, task_ids, started_at, recorded_at)
+       SELECT ${id}, ${instanceId}, ${ids}, ${now}, now() FROM async
        RETURNING id
      )
      SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')}),

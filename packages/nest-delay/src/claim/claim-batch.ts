@@ -124,15 +124,11 @@ export class ClaimBatch {
         claimed = line.started;
         taken = { deferred: line.deferred, gated: [], refused: line.refused, left: line.left };
       } else {
-        ({ claimed, ...taken } = await claimTasks(
-          sql,
-          ids,
-          now,
-          plan.noteId,
-          plan.alone,
-          plan.gating,
-          overdueMs,
-        ));
+        // The optimistic pass may have its claim already (sent with the BEGIN); a rerun claims again.
+        ({ claimed, ...taken } =
+          !known && plan.claimed
+            ? plan.claimed
+            : await claimTasks(sql, ids, now, plan.noteId, plan.alone, plan.gating, overdueMs));
         claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
         const next = () => rows.next().value;

@@ -1,6 +1,12 @@
 import type { Fate } from '../tasks/task-transitions.js';
 import type { TaskId } from '../task.types.js';
-import type { ClaimGating, ClaimRow, GatedRow, LineRefusal } from './claim-statements.js';
+import type {
+  ClaimGating,
+  Claimed,
+  ClaimRow,
+  GatedRow,
+  LineRefusal,
+} from './claim-statements.js';
 import type { LineGating } from './line-claims.js';
 
 /* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */
@@ -28,6 +34,8 @@ export interface ClaimParams {
   noteId: string;
   /** A claim of one task that may only run alone: the only kind that charges orphaned notes. */
   alone: boolean;
+  /** What the claim statement sent with the BEGIN took (claimInScript); undefined: not claimed yet. */
+  claimed?: Claimed;
   /** Limited types, in a claim of fired tasks: handed to the gate. */
   gating: ClaimGating;
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */

@@ -6,7 +6,7 @@ import {
   declaredColumn,
   seatLockKey,
 } from '../limits/limit-statements.js';
-import type { Sql } from '../store/sql.js';
+import type { ScriptStatements, Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
 import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
@@ -85,52 +85,19 @@ export type ClaimGating =
     };
 // --- [limits] end ---
 
-/**
- * The claim: takes the due, still pending tasks among `ids` inside the
- * caller's transaction, setting `executed_at` and counting the attempt. Set
- * here, in the same transaction as the handlers' effects, `executed_at` is
- * the exactly-once guarantee. SKIP LOCKED lets another instance holding the
- * same task move on instead of waiting; the pending test after the lock is
- * what stops a second execution. No ORDER BY: SKIP LOCKED never waits, so
- * lock order cannot deadlock; the caller sorts.
- *
- * In the same statement the claim ends its own attempt note ($3: deleted
- * with the claim, so it disappears exactly when the claim commits). In a
- * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
- * listed in any other note, dead or alive, is locked but left unclaimed and
- * returned in `deferred`: it runs in a claim of its own, so a task that
- * kills its process takes no batch-mates with it. The claim clears the flag
- * (the one transition that does): if it rolls back, the flag is back.
- *
- * Shared limits (`gating`): a claim of fired tasks leaves those of limited
- * or paused types unclaimed and returns them in `gated`; the limit gate then
- * claims a line's tasks in this same statement, which reads the pause, takes
- * a concurrency seat (a transaction-scoped advisory lock) and checks the
- * rate credits before it claims them (see LineClaims).
- */
-export async function claimTasks(
-  sql: Sql,
-  ids: TaskId[],
-  now: Date,
-  noteId: string,
-  alone: boolean,
-  gating: ClaimGating = { declared: [] },
-  /**
-   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
-   * the runtime passes two of its leases, the default is two default leases.
-   */
-  overdueAfterMs = 60_000,
-): Promise<Claimed> {
-  const line = gating.line;
-  const rows = await sql.rows<
-    Wire<ClaimRow> & {
-      deferred: TaskId[];
-      gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
-      refused: LineRefusal | null;
-      withdrawn: TaskId[];
-    }
-  >(
-    `WITH mine AS (
+/** The claim's names where it is prepared: by the driver, and by SQL PREPARE in a script. */
+const CLAIM_NAME = 'nest_delay_claim';
+const CLAIM_SCRIPT_NAME = 'nest_delay_claim_script';
+
+type ClaimedWire = Wire<ClaimRow> & {
+  deferred: TaskId[];
+  gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
+  refused: LineRefusal | null;
+  withdrawn: TaskId[];
+};
+
+/** The claim statement; its values are listed in claimTasks and claimInScript. */
+const CLAIM = `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
      ),
      -- [limits] A gate's claim: the type's pause lock shared first (a pause
@@ -230,7 +197,47 @@ export async function claimTasks(
                    FROM due WHERE gated AND withdrawn IS NULL) AS gated,
                   line_check.refused
            FROM line_check) left_over
-     LEFT JOIN claimed ON true`,
+     LEFT JOIN claimed ON true`;
+
+/**
+ * The claim: takes the due, still pending tasks among `ids` inside the
+ * caller's transaction, setting `executed_at` and counting the attempt. Set
+ * here, in the same transaction as the handlers' effects, `executed_at` is
+ * the exactly-once guarantee. SKIP LOCKED lets another instance holding the
+ * same task move on instead of waiting; the pending test after the lock is
+ * what stops a second execution. No ORDER BY: SKIP LOCKED never waits, so
+ * lock order cannot deadlock; the caller sorts.
+ *
+ * In the same statement the claim ends its own attempt note ($3: deleted
+ * with the claim, so it disappears exactly when the claim commits). In a
+ * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
+ * listed in any other note, dead or alive, is locked but left unclaimed and
+ * returned in `deferred`: it runs in a claim of its own, so a task that
+ * kills its process takes no batch-mates with it. The claim clears the flag
+ * (the one transition that does): if it rolls back, the flag is back.
+ *
+ * Shared limits (`gating`): a claim of fired tasks leaves those of limited
+ * or paused types unclaimed and returns them in `gated`; the limit gate then
+ * claims a line's tasks in this same statement, which reads the pause, takes
+ * a concurrency seat (a transaction-scoped advisory lock) and checks the
+ * rate credits before it claims them (see LineClaims).
+ */
+export async function claimTasks(
+  sql: Sql,
+  ids: TaskId[],
+  now: Date,
+  noteId: string,
+  alone: boolean,
+  gating: ClaimGating = { declared: [] },
+  /**
+   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
+   * the runtime passes two of its leases, the default is two default leases.
+   */
+  overdueAfterMs = 60_000,
+): Promise<Claimed> {
+  const line = gating.line;
+  const rows = await sql.rows<ClaimedWire>(
+    CLAIM,
     [
       ids,
       now,
@@ -246,11 +253,50 @@ export async function claimTasks(
       overdueAfterMs,
     ],
     // Prepared where it can be: planning this statement cost Postgres more than running it for a few tasks.
-    'nest_delay_claim',
+    CLAIM_NAME,
   );
-  const first = rows[0];
+  return readClaimed(rows);
+}
+
+/**
+ * The claim of fired tasks (not alone, no line) as a statement of a script,
+ * its values quoted in: sent in the message that writes its note and begins
+ * its transaction (recordAttemptAndBegin), it saves the claim a round trip.
+ * Prepared once per session where the connection can (SQL PREPARE, then
+ * EXECUTE), else the statement itself with its values in place.
+ */
+export function claimInScript(
+  script: ScriptStatements,
+  ids: TaskId[],
+  now: Date,
+  noteId: string,
+  declared: string[],
+  overdueAfterMs: number,
+): string {
+  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
+  const text = (values: string[]) => `ARRAY[${values.join(', ')}]::text[]`;
+  return script.statement(CLAIM_SCRIPT_NAME, CLAIM, [
+    `'{${ids.join(',')}}'::bigint[]`,
+    `'${now.toISOString()}'::timestamptz`,
+    `${noteId}::bigint`,
+    'false',
+    text(declared.map((type) => script.literal(type))),
+    'NULL::text',
+    'NULL::text',
+    'NULL::int',
+    'NULL::int[]',
+    'NULL::text',
+    'false',
+    `${Math.round(overdueAfterMs)}`,
+  ]);
+}
+
+/** What a claim statement's rows say (claimTasks, or claimInScript's rows). */
+export function readClaimed(rows: unknown[]): Claimed {
+  const wire = rows as ClaimedWire[];
+  const first = wire[0];
   return {
-    claimed: rows.filter((row) => row.id !== null).map(fromWire),
+    claimed: wire.filter((row) => row.id !== null).map(fromWire),
     deferred: first?.deferred ?? [],
     gated: (first?.gated ?? []).map((g) => ({
       id: g.id,
@@ -268,7 +314,9 @@ export async function claimTasks(
  * (three regular expressions per value) was ~6% of a burst's CPU, at five
  * timestamps per claimed row.
  */
-const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+function epochMs(column: string): string {
+  return `(extract(epoch FROM ${column}) * 1000)::float8`;
+}
 
 type Wire<T> = {
   [K in keyof T]: T[K] extends Date ? number : T[K] extends Date | null ? number | null : T[K];

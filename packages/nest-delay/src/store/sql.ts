@@ -81,6 +81,8 @@ export class Database {
 }
 
 const GUARDED = new WeakSet<object>();
+/** Statements a session has prepared by SQL PREPARE in a script (see ScriptStatements). */
+const PREPARED_IN_SESSION = new WeakMap<object, Set<string>>();
 
 /** The server ended the session: the next statement on the connection reports it. */
 function ignoreConnectionError(): void {}
@@ -91,6 +93,19 @@ function guard(client: PgClient): void {
   }
 }
 
+/** Statements of a script (one message, no parameters: values quoted in). */
+export interface ScriptStatements {
+  /** `value` as a SQL string literal, quoted by pg. */
+  literal(value: string): string;
+  /**
+   * `text` (with $1, $2, … placeholders) as a statement of a script, given
+   * its values as SQL: `EXECUTE name(values)` where the session can keep it
+   * prepared (`PREPARE name AS text` first, once per session), else the
+   * text with the values in place of its placeholders.
+   */
+  statement(name: string, text: string, values: string[]): string;
+}
+
 /** A pooled connection for one claim transaction at a time. */
 export interface ClaimConnection {
   /** TypeORM's runner on this connection: its manager is what handlers write through. */
@@ -99,11 +114,14 @@ export interface ClaimConnection {
   readonly sql: Sql;
   /**
    * Sends `prelude` (statements without parameters, their values quoted in),
-   * then BEGIN and the transaction's limits, in one round trip, and leaves
-   * the runner inside that transaction as startTransaction would. Returns
-   * the rows of each statement, the prelude's first.
+   * then BEGIN and the transaction's limits, then `first` (a statement of
+   * the transaction, see `script`), in one round trip, and leaves the runner
+   * inside that transaction as startTransaction would. Returns the rows of
+   * each statement, the prelude's first and `first`'s last.
    */
-  begin(prelude: string, backstopMs: number): Promise<unknown[][]>;
+  begin(prelude: string, backstopMs: number, first?: string): Promise<unknown[][]>;
+  /** For statements sent in a script on this connection (begin's `first`). */
+  readonly script: ScriptStatements;
   /** Rolls the transaction back and begins another, with its limits, in one round trip. */
   restart(backstopMs: number): Promise<void>;
   /**
@@ -195,8 +213,16 @@ function limits(backstopMs: number): string {
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
   const client = await pgClientOf(runner);
+  const { prepared } = database;
   const script = async (text: string): Promise<PgResult[]> => {
-    const reply = await client.query(text, undefined);
+    let reply: PgResult | PgResult[];
+    try {
+      reply = await client.query(text, undefined);
+    } catch (error) {
+      // A script may EXECUTE what it prepared in an earlier one (ScriptStatements).
+      prepared.failed(error);
+      throw error;
+    }
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
@@ -204,7 +230,6 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     setTransactionBooks(runner, true, 1);
     await broadcast(runner, 'AfterTransactionStart');
   };
-  const { prepared } = database;
   return {
     runner,
     sql: {
@@ -219,11 +244,29 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
         }
       },
     },
-    async begin(prelude, backstopMs) {
+    async begin(prelude, backstopMs, first) {
       await broadcast(runner, 'BeforeTransactionStart');
-      const results = await script(`${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}`);
+      const results = await script(
+        `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}${first ? `; ${first}` : ''}`,
+      );
       await begun();
       return results.map((result) => result.rows);
+    },
+    script: {
+      literal: (value) => client.escapeLiteral(value),
+      statement(name, text, values) {
+        const inPlace = () => text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
+        if (!prepared.enabled) return inPlace();
+        const execute = `EXECUTE ${name}(${values.join(', ')})`;
+        let names = PREPARED_IN_SESSION.get(client);
+        if (names?.has(name)) return execute;
+        // Counted as prepared before the script runs: a script that fails
+        // closes its connection (a claim's failure cuts it off), and the
+        // session with it. A PREPARE outlives a ROLLBACK.
+        if (!names) PREPARED_IN_SESSION.set(client, (names = new Set()));
+        names.add(name);
+        return `PREPARE ${name} AS ${text}; ${execute}`;
+      },
     },
     async restart(backstopMs) {
       await broadcast(runner, 'BeforeTransactionRollback');
