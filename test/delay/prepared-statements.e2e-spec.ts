@@ -76,7 +76,9 @@ describeWithServer('prepared claims', () => {
       try {
         await t.delay.schedule({ type: 'prepared.looks', payload: null, runAt: t.clock.now() });
         await t.tester.runDue();
-        expect(SessionHandlers.seen).toEqual([prepared === false ? [] : ['nest_delay_claim_script']]);
+        expect(SessionHandlers.seen).toEqual([
+          prepared === false ? [] : ['nest_delay_claim_script', 'nest_delay_note'],
+        ]);
       } finally {
         await t.close();
       }
