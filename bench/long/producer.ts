@@ -1,14 +1,22 @@
 /**
- * The fixed offered load, credited on wall-clock time (the public harness's
- * rule): every tick adds rate × elapsed seconds, and all whole tasks owed go
- * out in bulk calls of at most BATCH_MAX, so a slow call never lowers what is
- * offered. A call that fails (Postgres restarting, backend killed) may still
- * have committed: its ids are kept as uncertain, never retried under a new id.
+ * The offered load, credited on wall-clock time (the public harness's rule):
+ * every tick adds rate × elapsed seconds, plus any tasks granted from outside
+ * (the harness's ENQUEUE tokens, a depth-target top-up), and all whole tasks
+ * owed go out in bulk calls of at most `batchMax`, so a slow call never
+ * lowers what is offered. A call that fails (Postgres restarting, backend
+ * killed) may still have committed: its ids are kept as uncertain, never
+ * retried under a new id.
  */
 import { sleep, type LongSystem, type LongTask } from './long-system.js';
 
-const TICK_MS = 10;
-const BATCH_MAX = 128;
+export interface ProducerPacing {
+  /** How often owed credit is turned into calls (ms). */
+  tickMs: number;
+  /** Tasks per bulk call at most. */
+  batchMax: number;
+}
+
+const DEFAULT_PACING: ProducerPacing = { tickMs: 10, batchMax: 128 };
 
 export interface ProducerCounts {
   /** Tasks whose bulk call resolved. */
@@ -23,34 +31,55 @@ export interface ProducerCounts {
 export class Producer {
   private rate = 0;
   private running = false;
+  /** Once stopped, neither a rate nor a grant starts it again. */
+  private stopped = false;
   private done: Promise<void> = Promise.resolve();
   private credit = 0;
+  private inFlight = 0;
   private readonly counts: ProducerCounts;
+  private readonly pacing: ProducerPacing;
 
   constructor(
     private readonly system: LongSystem,
     firstId: number,
     private readonly nowShare: number,
     private readonly aheadMs: number,
+    pacing: Partial<ProducerPacing> = {},
   ) {
     this.counts = { offered: 0, uncertain: [], lastId: firstId - 1, maxDueMs: 0 };
+    this.pacing = { ...DEFAULT_PACING, ...pacing };
   }
 
   setRate(rate: number): void {
     this.rate = rate;
-    if (!this.running && rate > 0) {
-      this.running = true;
-      this.done = this.loop();
-    }
+    if (rate > 0) this.run();
+  }
+
+  /** Owe `count` more tasks now, on top of the rate's credit. */
+  grant(count: number): void {
+    this.credit += count;
+    this.run();
+  }
+
+  /** Tasks owed or in a call not yet resolved: what a depth-target top-up must not ask for again. */
+  unsent(): number {
+    return Math.floor(this.credit) + this.inFlight;
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.running = false;
     await this.done;
   }
 
   snapshot(): ProducerCounts {
     return { ...this.counts, uncertain: [...this.counts.uncertain] };
+  }
+
+  private run(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    this.done = this.loop();
   }
 
   /** Due now for `nowShare` of the ids, else spread over the next `aheadMs` (deterministic by id). */
@@ -68,10 +97,11 @@ export class Producer {
       let owed = Math.floor(this.credit);
       this.credit -= owed;
       while (owed > 0 && this.running) {
-        const n = Math.min(owed, BATCH_MAX);
+        const n = Math.min(owed, this.pacing.batchMax);
         owed -= n;
         const at = Date.now();
         const tasks = Array.from({ length: n }, () => this.task(++this.counts.lastId, at));
+        this.inFlight = n + owed;
         try {
           await this.system.schedule(tasks);
           this.counts.offered += n;
@@ -82,7 +112,8 @@ export class Producer {
         }
         for (const t of tasks) if (t.dueMs > this.counts.maxDueMs) this.counts.maxDueMs = t.dueMs;
       }
-      await sleep(TICK_MS);
+      this.inFlight = 0;
+      await sleep(this.pacing.tickMs);
     }
   }
 }
