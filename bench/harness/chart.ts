@@ -3,9 +3,8 @@
  * effects per second per system, drawn by vega-lite, rendered to SVG by vega
  * without a browser.
  */
-import * as vega from 'vega';
-import { compile, type TopLevelSpec } from 'vega-lite';
 import type { DueRun } from './run-system.js';
+import { toSvg } from './vega-svg.js';
 import type { BurstSize } from '../workloads/burst.js';
 
 function cdfPoints(runs: DueRun[]) {
@@ -85,16 +84,10 @@ export async function renderChart(results: Record<string, any>): Promise<string 
     });
   }
   if (panels.length === 0) return undefined;
-  const spec = {
+  return toSvg({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     config: { font: 'Helvetica, Arial, sans-serif', view: { stroke: null } },
     resolve: { scale: { color: 'independent' } },
     vconcat: panels,
-  } as unknown as TopLevelSpec;
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
-  try {
-    return await view.toSVG();
-  } finally {
-    view.finalize();
-  }
+  });
 }

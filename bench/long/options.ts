@@ -24,8 +24,10 @@ export interface LongOptions {
   sampleSeconds: number;
   /** Exit non-zero unless the ledger holds and every phase completed (the smoke). */
   assert: boolean;
-  /** Where results go (JSON and Markdown); none with `--no-write`. */
+  /** Where results go (JSON, Markdown, SVG); none with `--no-write`. */
   write: boolean;
+  /** A saved run's JSON: its Markdown and plots written anew, nothing run. */
+  report?: string;
 }
 
 const DEFAULTS: LongOptions = {
@@ -103,6 +105,9 @@ export function parseOptions(argv: string[]): LongOptions {
         break;
       case '--no-write':
         o.write = false;
+        break;
+      case '--report':
+        o.report = next();
         break;
       default:
         throw new Error(`unknown argument ${flag}: see bench/README.md, "Long horizon"`);

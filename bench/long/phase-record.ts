@@ -1,5 +1,6 @@
 /** What one phase of one system measured (JSON as written in bench/results/long-*.json). */
 import type { PhaseKind } from './phase-kinds.js';
+import type { Recovery } from './recovery.js';
 
 export interface PhaseRecord {
   kind: PhaseKind;
@@ -18,8 +19,17 @@ export interface PhaseRecord {
   statementsPerSecond: number | null;
   transactionsPerSecond: number;
   /** Per instance: RSS at the end, CPU in the phase, CPU per effect of the phase (all instances' effects). */
-  processes: { instance: number; rssMb: number; cpuMs: number; cpuMsPerEffect: number }[];
+  processes: {
+    instance: number;
+    /** Null for an instance down at the phase's end. */
+    pid: number | null;
+    rssMb: number;
+    cpuMs: number;
+    cpuMsPerEffect: number;
+  }[];
   cpuMsPerEffect: number;
   events: string[];
   completed: boolean;
+  /** Set once the run is over, from the series (recovery.ts). */
+  recovery: Recovery | null;
 }

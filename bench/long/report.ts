@@ -1,10 +1,70 @@
-/** The Markdown table of a long run: one row per system and phase, then the ledger. */
+/**
+ * The Markdown of a long run: the charts, one row per system and phase, the
+ * recovery and growth figures beside their targets, then the ledger.
+ */
 import type { LongOptions } from './options.js';
+import type { PlotName } from './plots.js';
 import type { SystemRecord } from './run-system.js';
 
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1);
+/** null: not back within the run; undefined: not measured (after the last phase). */
+const seconds = (s: number | null | undefined) =>
+  s === undefined ? 'n/a' : s === null ? '–' : `${s}`;
 
-export function markdown(o: LongOptions, systems: SystemRecord[], startedAt: string): string {
+const PLOT_TITLES: Record<PlotName, string> = {
+  throughput: 'effects per second against offered',
+  lateness: 'lateness p50 and p99 per 10 s',
+  'dead-tuples': 'dead tuples',
+  rss: 'RSS per instance',
+};
+
+/** The targets of issue 29: measured and shown beside them, never asserted. */
+function summary(systems: SystemRecord[]): string[] {
+  const lines = [
+    '',
+    'Recovery and growth (measured, not asserted; to within one sample: a phase that did no harm reads as ' +
+      'the time to the next sample; – means not within the run):',
+    '',
+    '| system | back to offered after a phase: the slowest, s (target ≤ 60) | dead tuples back to the clean level after idle-in-tx, s (target ≤ 300) | RSS growth per instance over the run (target ≤ 10%) |',
+    '| --- | --- | ---: | --- |',
+  ];
+  for (const s of systems) {
+    const timed = s.phases.flatMap((p) =>
+      p.recovery?.throughputSeconds === undefined
+        ? []
+        : [{ kind: p.kind, s: p.recovery.throughputSeconds, during: p.recovery.backDuring }],
+    );
+    const never = timed.filter((t) => t.s === null);
+    const slowest = timed.reduce<(typeof timed)[number] | undefined>(
+      (m, t) => (t.s !== null && (m === undefined || t.s > m.s!) ? t : m),
+      undefined,
+    );
+    const back = never.length
+      ? `– after ${never.map((t) => t.kind).join(', ')}`
+      : slowest
+        ? `${slowest.s} (after ${slowest.kind}, back during ${slowest.during})`
+        : 'n/a';
+    const idle = s.phases.find((p) => p.kind === 'idle-in-tx');
+    const growth = s.rssGrowth
+      .map(
+        (g) =>
+          `${g.instance}: ${g.percent > 0 ? '+' : ''}${g.percent}% (${g.fromMb} → ${g.toMb} MB` +
+          `${g.from === 'its own first sample' ? ', from its own first sample' : ''})`,
+      )
+      .join('; ');
+    lines.push(
+      `| ${s.system} | ${back} | ${idle ? seconds(idle.recovery?.deadTuplesSeconds) : 'not run'} | ${growth || '–'} |`,
+    );
+  }
+  return lines;
+}
+
+export function markdown(
+  o: LongOptions,
+  systems: SystemRecord[],
+  startedAt: string,
+  plots: PlotName[],
+): string {
   const lines = [
     `# Long horizon, ${startedAt}`,
     '',
@@ -12,20 +72,26 @@ export function markdown(o: LongOptions, systems: SystemRecord[], startedAt: str
       `${Math.round(o.nowShare * 100)}% due now and the rest over the next ${o.aheadSeconds} s, ` +
       `${o.instances} instances × ${o.workers} workers, ~1 ms of work per task.`,
     '',
-    '| system | phase | offered/s | effects/s | lateness p50 / p99 / p99.99 / max ms | early | depth max / end | dead tuples max / end | tables + indexes MB | statements/s | CPU ms per effect | RSS MB | events |',
-    '| --- | --- | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- | --- |',
+    ...plots.flatMap((p) => [`![${PLOT_TITLES[p]}](long-latest-${p}.svg)`, '']),
+    '| system | phase | offered/s | effects/s | back to offered after s | lateness p50 / p99 / p99.99 / max ms | early | depth max / end | dead tuples max / end | tables + indexes MB | statements/s | CPU ms per effect | RSS MB | events |',
+    '| --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- | --- |',
   ];
   for (const s of systems)
-    for (const p of s.phases) {
+    for (const [i, p] of s.phases.entries()) {
+      // Back only during a later phase than the next: that phase's own harm is in the figure.
+      const during = p.recovery?.backDuring;
+      const late = during && during !== s.phases[i + 1]?.kind ? ` (during ${during})` : '';
       const l = p.lateness;
       const bytes = Object.values(p.bytes).reduce((a, b) => a + b, 0);
       lines.push(
         `| ${s.system} | ${p.kind}${p.completed ? '' : ' (incomplete)'} | ${p.offeredPerSecond} | ${p.effectsPerSecond} | ` +
+          `${seconds(p.recovery?.throughputSeconds)}${late} | ` +
           `${l ? `${l.p50} / ${l.p99} / ${l.p9999} / ${l.max}` : '–'} | ${p.early} | ${p.depth.max} / ${p.depth.end} | ` +
           `${p.deadTuples.max} / ${p.deadTuples.end} | ${mb(bytes)} | ${p.statementsPerSecond ?? '–'} | ${p.cpuMsPerEffect} | ` +
           `${p.processes.map((x) => x.rssMb).join(', ')} | ${p.events.join('; ')} |`,
       );
     }
+  lines.push(...summary(systems));
   lines.push(
     '',
     '| system | load s | offered | uncertain | missing | duplicates | early | pending fired | drain s | ledger |',

@@ -9,6 +9,7 @@ import { Load } from './load.js';
 import {
   CREATE_LEDGER,
   EFFECTED_OFFERED,
+  INDEX_STARTED_AT,
   LEDGER_CHECK,
   PENDING_FIRED,
   PHASE_FIGURES,
@@ -19,6 +20,8 @@ import { loadFactor, type PhaseKind } from './phase-kinds.js';
 import type { PhaseRecord } from './phase-record.js';
 import { once } from './pg-client.js';
 import { PRESSURES } from './pressure.js';
+import { setRecoveries } from './recovery.js';
+import { rssGrowth, type RssGrowth } from './rss-growth.js';
 import {
   DEPTH,
   HOT_TABLE,
@@ -28,6 +31,7 @@ import {
   TOP_STATEMENTS,
   XACTS_ONLY,
 } from './sample-statements.js';
+import { fillFromLedger, Sampler, type LatenessWindow, type Sample } from './series.js';
 
 export interface LedgerCheck {
   offered: number;
@@ -43,11 +47,17 @@ export interface LedgerCheck {
 
 export interface SystemRecord {
   system: SystemKind;
+  /** When the load started (epoch ms): the series' t = 0. */
+  startMs: number;
   loadSeconds: number;
   /** Most-run statements over the whole run (pending load included), calls per offered task. */
   topStatements: { perTask: number; rows: number; ms: number; query: string }[];
   phases: PhaseRecord[];
   ledger: LedgerCheck;
+  /** One sample every --sample-seconds from the start of the load to the end of the drain. */
+  series: Sample[];
+  lateness: LatenessWindow[];
+  rssGrowth: RssGrowth[];
 }
 
 type Progress = (line: string) => void;
@@ -86,7 +96,18 @@ export async function runSystem(
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   progress(`${kind}: loaded in ${loadSeconds.toFixed(1)} s; offering ${o.rate}/s`);
   const load = new Load(o.nowShare, o.aheadSeconds * 1000);
-  for (const instance of instances) await load.join(instance, o.rate * loadFactor(o.phases[0]));
+  const sampler = new Sampler({
+    kind,
+    offered: async () => (await load.totals()).offered,
+    url,
+    clusterUrl: cluster.url,
+    database,
+    statementsSql,
+    statements: cluster.statements,
+    sampleMs: o.sampleSeconds * 1000,
+    instances: () => instances,
+    progress,
+  });
 
   const usages = () =>
     Promise.all(
@@ -97,12 +118,15 @@ export async function runSystem(
     );
   const phases: PhaseRecord[] = [];
   try {
+    for (const instance of instances) await load.join(instance, o.rate * loadFactor(o.phases[0]));
     // Half the offered tasks fall due over the next aheadSeconds: until then effects/s climb
     // towards offered, so the first phase starts once the flow is steady.
     progress(`${kind}: warming up for ${o.aheadSeconds} s`);
     await sleep(o.aheadSeconds * 1000);
     for (const kindOfPhase of o.phases) phases.push(await runPhase(kindOfPhase));
     const ledger = await drainAndCheck();
+    const lateness = await fillFromLedger(url, sampler, o.pending + 1);
+    setRecoveries(phases, sampler.samples, o.rate);
     const top = cluster.statements
       ? await once<{ calls: number; rows: number; ms: number; query: string }>(
           cluster.url,
@@ -116,8 +140,19 @@ export async function runSystem(
       ms: t.ms,
       query: t.query,
     }));
-    return { system: kind, loadSeconds: round(loadSeconds, 1), topStatements, phases, ledger };
+    return {
+      system: kind,
+      startMs: sampler.startMs,
+      loadSeconds: round(loadSeconds, 1),
+      topStatements,
+      phases,
+      ledger,
+      series: sampler.samples,
+      lateness,
+      rssGrowth: rssGrowth(phases, sampler.samples),
+    };
   } finally {
+    await sampler.stop();
     await Promise.all(instances.map((i) => i.stop()));
     await once(cluster.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
   }
@@ -134,6 +169,7 @@ export async function runSystem(
       );
     await load.setRate(o.rate * loadFactor(phase));
     const fromMs = Date.now();
+    sampler.phase = phase;
     const before = await usages();
     for (const { inst, u } of before) cpuBefore.set(inst, u ? u.cpuMs : 0);
     const offeredBefore = (await load.totals()).offered;
@@ -165,23 +201,7 @@ export async function runSystem(
       note(`pressure failed to start: ${error.message}`);
       return async () => {};
     });
-    let depthMax = 0;
-    let deadMax = 0;
-    while (Date.now() - fromMs < phaseMs) {
-      await sleep(Math.min(o.sampleSeconds * 1000, phaseMs - (Date.now() - fromMs)));
-      try {
-        const [depth] = await once<{ n: number }>(url, DEPTH[kind]);
-        const tables = await once<{ dead: number }>(url, TABLES);
-        const dead = tables.reduce((s, t) => s + t.dead, 0);
-        depthMax = Math.max(depthMax, depth.n);
-        deadMax = Math.max(deadMax, dead);
-        progress(
-          `${kind} ${phase} ${Math.round((Date.now() - fromMs) / 1000)}/${o.phaseSeconds} s: depth ${depth.n}, dead tuples ${dead}`,
-        );
-      } catch (error) {
-        progress(`${kind} ${phase}: sample failed (${(error as Error).message})`);
-      }
-    }
+    await sleep(phaseMs - (Date.now() - fromMs));
     await stop().catch((error: Error) => {
       completed = false;
       note(`pressure failed to stop: ${error.message}`);
@@ -212,10 +232,17 @@ export async function runSystem(
       [fromMs, toMs],
     );
     const effects = fig.effects;
+    const sampled = sampler.samples.filter((s) => s.atMs >= fromMs && s.atMs <= toMs);
+    const depthMax = Math.max(0, ...sampled.map((s) => s.depth ?? 0));
+    const deadMax = Math.max(
+      0,
+      ...sampled.map((s) => Object.values(s.deadTuples ?? {}).reduce((a, n) => a + n, 0)),
+    );
     const processes = after.map(({ inst, u }, i) => {
       const cpuMs = u ? u.cpuMs - (cpuBefore.get(inst) ?? 0) : 0;
       return {
         instance: i,
+        pid: u ? (inst.pid ?? null) : null,
         rssMb: u ? Math.round(u.rss / 1e5) / 10 : 0,
         cpuMs: Math.round(cpuMs),
         cpuMsPerEffect: effects ? round(cpuMs / effects, 3) : 0,
@@ -246,6 +273,7 @@ export async function runSystem(
       cpuMsPerEffect: effects ? round(cpuTotal / effects, 3) : 0,
       events,
       completed,
+      recovery: null,
     };
     progress(
       `${kind} ${phase} done: offered ${record.offeredPerSecond}/s, effects ${record.effectsPerSecond}/s, ${events.join('; ')}`,
@@ -256,6 +284,7 @@ export async function runSystem(
   async function drainAndCheck(): Promise<LedgerCheck> {
     // Stop offering, then wait for every offered task to have its effect (the last are due aheadSeconds on).
     for (const instance of instances) await load.retire(instance);
+    sampler.phase = 'drain';
     const drainStarted = Date.now();
     const final = await load.totals();
     const offeredCount = final.ranges.reduce((s, r) => s + r.last - r.first + 1, 0);
@@ -274,6 +303,8 @@ export async function runSystem(
       await sleep(2000);
     }
     const drainSeconds = (Date.now() - drainStarted) / 1000;
+    await sampler.stop();
+    await once(url, INDEX_STARTED_AT);
 
     const figures = await once<{
       name: string;
