@@ -4,7 +4,7 @@
  * xmin and fills its connection slots, which it must never do to a shared server.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,44 @@ export interface Cluster {
   destroy(): void;
   /** Whether pg_stat_statements is loaded (statements per second are counted only then). */
   statements: boolean;
+  /**
+   * CPU ms the server's processes used so far (Linux /proc): the postmaster's
+   * own and its reaped children's, and each live child's. Null where /proc
+   * cannot tell (not Linux, or the server is down).
+   */
+  cpuMs(): number | null;
+}
+
+/** utime + stime (and, with `reaped`, cutime + cstime) of a process, in clock ticks. */
+function ticksOf(pid: string, reaped: boolean): { ticks: number; ppid: string } | null {
+  try {
+    // Fields after the command's closing parenthesis: state, ppid, ... utime is the 12th.
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const own = Number(f[11]) + Number(f[12]);
+    return { ticks: reaped ? own + Number(f[13]) + Number(f[14]) : own, ppid: f[1] };
+  } catch {
+    return null;
+  }
+}
+
+/** Linux reports CPU in clock ticks of 100 a second (USER_HZ) on every platform it runs on here. */
+const TICK_MS = 10;
+
+function serverCpuMs(data: string): number | null {
+  let postmaster: string;
+  try {
+    postmaster = readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
+  } catch {
+    return null;
+  }
+  const own = ticksOf(postmaster, true);
+  if (!own) return null;
+  let ticks = own.ticks;
+  for (const pid of readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name))) {
+    const child = ticksOf(pid, false);
+    if (child?.ppid === postmaster) ticks += child.ticks;
+  }
+  return ticks * TICK_MS;
 }
 
 function serverBin(): string {
@@ -78,6 +116,7 @@ export async function startCluster(): Promise<Cluster> {
     url: urlOf('postgres'),
     urlOf,
     statements,
+    cpuMs: () => serverCpuMs(data),
     start,
     stop: () => asPostgres(bin, 'pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']),
     destroy() {

@@ -28,6 +28,8 @@ export interface PhaseRecord {
     cpuMsPerEffect: number;
   }[];
   cpuMsPerEffect: number;
+  /** The server's CPU in the phase, per effect (all its processes; null where /proc cannot tell). */
+  postgresCpuMsPerEffect: number | null;
   events: string[];
   completed: boolean;
   /** Set once the run is over, from the series (recovery.ts). */

@@ -73,8 +73,8 @@ export function markdown(
       `${o.instances} instances × ${o.workers} workers, ~1 ms of work per task.`,
     '',
     ...plots.flatMap((p) => [`![${PLOT_TITLES[p]}](long-latest-${p}.svg)`, '']),
-    '| system | phase | offered/s | effects/s | back to offered after s | lateness p50 / p99 / p99.99 / max ms | early | depth max / end | dead tuples max / end | tables + indexes MB | statements/s | CPU ms per effect | RSS MB | events |',
-    '| --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- | --- |',
+    '| system | phase | offered/s | effects/s | back to offered after s | lateness p50 / p99 / p99.99 / max ms | early | depth max / end | dead tuples max / end | tables + indexes MB | statements/s | CPU ms per effect | Postgres CPU ms per effect | RSS MB | events |',
+    '| --- | --- | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | --- | --- |',
   ];
   for (const s of systems)
     for (const [i, p] of s.phases.entries()) {
@@ -87,7 +87,7 @@ export function markdown(
         `| ${s.system} | ${p.kind}${p.completed ? '' : ' (incomplete)'} | ${p.offeredPerSecond} | ${p.effectsPerSecond} | ` +
           `${seconds(p.recovery?.throughputSeconds)}${late} | ` +
           `${l ? `${l.p50} / ${l.p99} / ${l.p9999} / ${l.max}` : '–'} | ${p.early} | ${p.depth.max} / ${p.depth.end} | ` +
-          `${p.deadTuples.max} / ${p.deadTuples.end} | ${mb(bytes)} | ${p.statementsPerSecond ?? '–'} | ${p.cpuMsPerEffect} | ` +
+          `${p.deadTuples.max} / ${p.deadTuples.end} | ${mb(bytes)} | ${p.statementsPerSecond ?? '–'} | ${p.cpuMsPerEffect} | ${p.postgresCpuMsPerEffect ?? '–'} | ` +
           `${p.processes.map((x) => x.rssMb).join(', ')} | ${p.events.join('; ')} |`,
       );
     }

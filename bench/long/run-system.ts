@@ -173,6 +173,7 @@ export async function runSystem(
     const before = await usages();
     for (const { inst, u } of before) cpuBefore.set(inst, u ? u.cpuMs : 0);
     const offeredBefore = (await load.totals()).offered;
+    const serverCpuBefore = cluster.cpuMs();
     const statsBefore = (
       await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
     )[0];
@@ -216,6 +217,7 @@ export async function runSystem(
         await load.join(instances[i]);
       }
     const toMs = Date.now();
+    const serverCpuAfter = cluster.cpuMs();
     const after = await usages();
     const statsAfter = (
       await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
@@ -271,6 +273,14 @@ export async function runSystem(
       transactionsPerSecond: round((statsAfter.xacts - statsBefore.xacts) / seconds, 1),
       processes,
       cpuMsPerEffect: effects ? round(cpuTotal / effects, 3) : 0,
+      // Across a restart the postmaster is another process: no figure then.
+      postgresCpuMsPerEffect:
+        effects &&
+        serverCpuBefore !== null &&
+        serverCpuAfter !== null &&
+        serverCpuAfter >= serverCpuBefore
+          ? round((serverCpuAfter - serverCpuBefore) / effects, 3)
+          : null,
       events,
       completed,
       recovery: null,
