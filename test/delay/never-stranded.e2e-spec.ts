@@ -167,4 +167,28 @@ describe('the safety net', () => {
     expect(ran).toEqual([id]);
     expect(t.delay.stats().rescued).toBe(1);
   });
+
+  it('runs a task whose scheduling call lost its reply after the commit, a margin later, not a round later', async () => {
+    const pool = (t.dataSource.driver as unknown as { master: { query: Function } }).master;
+    const query = pool.query;
+    // The insert commits; its reply never comes back (a backend terminated just then).
+    pool.query = async function (this: unknown, ...args: unknown[]) {
+      pool.query = query;
+      await query.apply(this, args);
+      throw new Error('Connection terminated unexpectedly');
+    };
+    const rescuedBefore = t.delay.stats().rescued;
+    await expect(
+      t.delay.schedule({ type: 'strand.plain', payload: null, runAt: t.clock.now() }),
+    ).rejects.toThrow('Connection terminated unexpectedly');
+    const [{ id }] = await t.query<{ id: string }>(
+      `SELECT max(id)::text AS id FROM delayed_task WHERE type = 'strand.plain'`,
+    );
+    await t.tester.runDue();
+    expect(ran).toEqual([]);
+    // Well within one heartbeat (10 s): the safety net looks once the task is past its margin.
+    for (let steps = 0; steps < 30 && ran.length === 0; steps++) await t.tester.advance(100);
+    expect(ran).toEqual([id]);
+    expect(t.delay.stats().rescued).toBe(rescuedBefore + 1);
+  });
 });

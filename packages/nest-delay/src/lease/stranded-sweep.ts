@@ -54,7 +54,7 @@ export class StrandedSweep {
     this.rescued += stranded.length;
     const ids = stranded.map((row) => row.id);
     ctx.logger.warn(
-      `Found ${ids.length} pending task(s) leased to this instance, due more than ${STRANDED_MARGIN_MS} ms ago and held nowhere in it; holding them again (an engine fault: please report it): ${ids.join(', ')}`,
+      `Found ${ids.length} pending task(s) leased to this instance, due more than ${STRANDED_MARGIN_MS} ms ago and held nowhere in it; holding them again (a scheduling call whose reply was lost after it committed, or else an engine fault: please report it): ${ids.join(', ')}`,
     );
     for (const id of ids) this.wheel.hold(id, ctx.clock.now());
   }
