@@ -169,7 +169,8 @@ describe('the safety net', () => {
   });
 
   it('runs a task whose scheduling call lost its reply after the commit, a margin later, not a round later', async () => {
-    const pool = (t.dataSource.driver as unknown as { master: { query: Function } }).master;
+    type Query = (...args: unknown[]) => Promise<unknown>;
+    const pool = (t.dataSource.driver as unknown as { master: { query: Query } }).master;
     const query = pool.query;
     // The insert commits; its reply never comes back (a backend terminated just then).
     pool.query = async function (this: unknown, ...args: unknown[]) {
