@@ -69,20 +69,49 @@ async function activeReaders(c: PressureContext): Promise<Stop> {
   };
 }
 
-/** SIGKILL the last instance at the start, relaunch it halfway (or at the end, if its boot is slow). */
+/** One kill-and-relaunch cycle every this long at most: "one of three instances killed every few minutes". */
+const KILL_CYCLE_MS = 120_000;
+
+/**
+ * SIGKILL the last instance, relaunch it half a cycle later; a cycle every
+ * KILL_CYCLE_MS or so (one in a phase shorter than two cycles). A boot
+ * slower than half a cycle delays the next kill, never overlaps it.
+ */
 async function killWorker(c: PressureContext): Promise<Stop> {
-  await c.killInstance();
-  c.note('instance killed');
-  let relaunch: Promise<void> | undefined;
-  const start = () =>
-    (relaunch ??= c.relaunchInstance().then(
+  const cycles = Math.max(1, Math.floor(c.phaseMs / KILL_CYCLE_MS));
+  const cycleMs = c.phaseMs / cycles;
+  const startedAt = Date.now();
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (stopping) return resolve();
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  const cycle = async (n: number) => {
+    await c.killInstance();
+    c.note(`instance killed (${n + 1}/${cycles})`);
+    await pause(Math.max(0, startedAt + n * cycleMs + cycleMs / 2 - Date.now()));
+    await c.relaunchInstance().then(
       () => c.note('instance relaunched'),
       (e: Error) => c.note(`relaunch failed: ${e.message}`),
-    ));
-  const timer = setTimeout(start, c.phaseMs / 2);
+    );
+  };
+  const run = (async () => {
+    for (let n = 0; n < cycles && !stopping; n++) {
+      if (n > 0) await pause(Math.max(0, startedAt + n * cycleMs - Date.now()));
+      if (!stopping) await cycle(n);
+    }
+  })();
   return async () => {
-    clearTimeout(timer);
-    await start();
+    // The phase is over: a relaunch still waiting happens now, no new kill starts.
+    stopping = true;
+    wake?.();
+    await run;
   };
 }
 
