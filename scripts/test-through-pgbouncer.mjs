@@ -2,8 +2,11 @@
 // a second time, through PgBouncer in transaction mode with a small pool, in
 // front of the server in TEST_DATABASE_URL, as most managed Postgres
 // offerings run it. A change that keeps state on a session across
-// transactions (a session lock, a plain SET, LISTEN, a named prepared
-// statement) fails here. Each test file's database is still created and
+// transactions (a session lock, a plain SET, LISTEN) fails here. Prepared
+// statements are the one such state the engine keeps on purpose, and this
+// PgBouncer (1.18) does not carry them: the apps run with the default
+// (preparedStatements: true) and each falls back to unprepared claims at its
+// first refusal, which this pass exercises. Each test file's database is still created and
 // dropped on the server itself (TEST_ADMIN_DATABASE_URL). Needs a build
 // (`npm test` makes one); extra arguments go to Jest.
 import { spawn } from 'node:child_process';
