@@ -17,3 +17,11 @@ export type PhaseKind = (typeof PHASE_KINDS)[number];
 export function loadFactor(kind: PhaseKind): number {
   return kind === 'high-load' ? 1.5 : 1;
 }
+
+/**
+ * Length relative to --phase-seconds: the idle-in-transaction holder stays
+ * 1.5 phases (ten minutes at the full run's 400 s), as the issue's scenario asks.
+ */
+export function lengthFactor(kind: PhaseKind): number {
+  return kind === 'idle-in-tx' ? 1.5 : 1;
+}

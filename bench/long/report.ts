@@ -68,7 +68,7 @@ export function markdown(
   const lines = [
     `# Long horizon, ${startedAt}`,
     '',
-    `${o.rate}/s offered (high-load 1.5×), phases of ${o.phaseSeconds} s, ${o.pending.toLocaleString('en-US')} pending, ` +
+    `${o.rate}/s offered (high-load 1.5×), phases of ${o.phaseSeconds} s (idle-in-tx 1.5×), ${o.pending.toLocaleString('en-US')} pending, ` +
       `${Math.round(o.nowShare * 100)}% due now and the rest over the next ${o.aheadSeconds} s, ` +
       `${o.instances} instances × ${o.workers} workers, ~1 ms of work per task.`,
     '',

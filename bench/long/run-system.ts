@@ -16,7 +16,7 @@ import {
 } from './ledger-statements.js';
 import { sleep } from './long-system.js';
 import type { LongOptions, SystemKind } from './options.js';
-import { loadFactor, type PhaseKind } from './phase-kinds.js';
+import { lengthFactor, loadFactor, type PhaseKind } from './phase-kinds.js';
 import type { PhaseRecord } from './phase-record.js';
 import { once } from './pg-client.js';
 import { PRESSURES } from './pressure.js';
@@ -84,7 +84,10 @@ export async function runSystem(
   for (let i = 1; i < o.instances; i++) instances.push(await Instance.launch(kind, settings(i)));
   const cpuBefore = new Map<Instance, number>();
 
-  const plannedMs = o.phases.length * o.phaseSeconds * 1000;
+  const plannedMs = o.phases.reduce(
+    (ms, kind) => ms + lengthFactor(kind) * o.phaseSeconds * 1000,
+    0,
+  );
   const loadStarted = Date.now();
   progress(`${kind}: loading ${o.pending.toLocaleString('en-US')} pending tasks`);
   await instances[0].call('load', {
@@ -177,7 +180,7 @@ export async function runSystem(
     const statsBefore = (
       await once<{ statements: number; xacts: number }>(cluster.url, statementsSql, [database])
     )[0];
-    const phaseMs = o.phaseSeconds * 1000;
+    const phaseMs = lengthFactor(phase) * o.phaseSeconds * 1000;
     let completed = true;
     const stop = await PRESSURES[phase]({
       cluster,
