@@ -131,7 +131,7 @@ export async function claimTasks(
 ): Promise<Claimed> {
   const line = gating.line;
   const rows = await sql.rows<
-    Wire<ClaimRow> & {
+    ClaimWire & {
       deferred: TaskId[] | null;
       gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
       refused: LineRefusal | null;
@@ -218,9 +218,7 @@ export async function claimTasks(
        SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
        RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
-                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
-                 ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
-                 ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
+                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.created_at')} AS created_at,
                  t.schedule_name,
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
@@ -256,7 +254,7 @@ export async function claimTasks(
   );
   const first = rows[0];
   return {
-    claimed: rows.filter((row) => row.id !== null).map(fromWire),
+    claimed: rows.filter((row) => row.id !== null).map((row) => fromWire(row, now)),
     deferred: first?.deferred ?? [],
     gated: (first?.gated ?? []).map((g) => ({
       id: g.id,
@@ -290,7 +288,14 @@ type Wire<T> = {
 const toDate = (ms: number) => new Date(Math.floor(ms));
 const toDateOrNull = (ms: number | null) => (ms === null ? null : toDate(ms));
 
-function fromWire(row: Wire<ClaimRow>): ClaimRow {
+/**
+ * What the claim returns of a row: not the four columns it sets itself
+ * (executed_at and updated_at are its `now`; cancelled_at and dead_at were
+ * null for it to claim the row), which every claimed row would carry.
+ */
+type ClaimWire = Omit<Wire<ClaimRow>, 'executed_at' | 'updated_at' | 'cancelled_at' | 'dead_at'>;
+
+function fromWire(row: ClaimWire, now: Date): ClaimRow {
   return {
     id: row.id,
     type: row.type,
@@ -299,15 +304,15 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     payload: row.payload,
     trace_context: row.trace_context,
     due_at: toDate(row.due_at),
-    executed_at: toDateOrNull(row.executed_at),
-    cancelled_at: toDateOrNull(row.cancelled_at),
-    dead_at: toDateOrNull(row.dead_at),
+    executed_at: new Date(now.getTime()),
+    cancelled_at: null,
+    dead_at: null,
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     last_error: row.last_error,
     locked_by: row.locked_by,
     created_at: toDate(row.created_at),
-    updated_at: toDate(row.updated_at),
+    updated_at: new Date(now.getTime()),
     schedule_name: row.schedule_name,
     occurrence_at: toDateOrNull(row.occurrence_at),
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
