@@ -3,6 +3,7 @@
  * seed bench_order, schedule through the system's bulk API, wait for the
  * effects, stop it, read what happened from bench_order.
  */
+import type pg from 'pg';
 import { SystemProcess } from './child.js';
 import {
   dropDatabase,
@@ -58,6 +59,8 @@ export interface DueRunOptions {
   leadMs: number;
   /** Give up waiting after this long past the last due time. */
   capMs: number;
+  /** Runs after seeding, just before scheduling (the harness's own connection given: to leave it out). */
+  beforeSchedule?: (client: pg.Client) => Promise<void>;
   /** Runs after the effects are in and measured, before the system stops (to let it finish other work). */
   beforeStop?: () => Promise<void>;
 }
@@ -98,6 +101,7 @@ export async function runDueTasksOn(
         stepMs: o.stepMs,
       };
       await seedOrders(client, plan);
+      await o.beforeSchedule?.(client);
       const before = await sut.usage();
       await sut.statementTimes();
       const scheduled = await sut.schedule(plan, 'bulk');

@@ -318,6 +318,13 @@ export class ClaimBatch {
 
   /** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
   private log(fate: Fate): void {
+    // The common fates log nothing: a burst's completions build no message.
+    if (
+      fate.transition === 'complete' ||
+      fate.transition === 'snooze' ||
+      fate.transition === 'skip'
+    )
+      return;
     const { row } = fate;
     const name = `Task ${row.id} (${row.type})`;
     let line: [level: 'warn' | 'error', message: string] | undefined;

@@ -123,7 +123,7 @@ export class ClaimRunner {
         nowMs,
         noteId,
         alone,
-        claimed: claimed && readClaimed(claimed),
+        claimed: claimed && readClaimed(claimed, now),
         gating: { declared },
         line: gated && {
           type: gated.line.type,

@@ -85,21 +85,135 @@ export type ClaimGating =
     };
 // --- [limits] end ---
 
-/** The claim's names where it is prepared: by the driver, and by SQL PREPARE in a script. */
-const CLAIM_NAME = 'nest_delay_claim';
-const CLAIM_SCRIPT_NAME = 'nest_delay_claim_script';
+/**
+ * The claim: takes the due, still pending tasks among `ids` inside the
+ * caller's transaction, setting `executed_at` and counting the attempt. Set
+ * here, in the same transaction as the handlers' effects, `executed_at` is
+ * the exactly-once guarantee. SKIP LOCKED lets another instance holding the
+ * same task move on instead of waiting; the pending test after the lock is
+ * what stops a second execution. No ORDER BY: SKIP LOCKED never waits, so
+ * lock order cannot deadlock; the caller sorts.
+ *
+ * In the same statement the claim ends its own attempt note ($3: deleted
+ * with the claim, so it disappears exactly when the claim commits). In a
+ * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
+ * listed in any other note, dead or alive, is locked but left unclaimed and
+ * returned in `deferred`: it runs in a claim of its own, so a task that
+ * kills its process takes no batch-mates with it. The claim clears the flag
+ * (the one transition that does): if it rolls back, the flag is back.
+ *
+ * Shared limits (`gating`): a claim of fired tasks leaves those of limited
+ * or paused types unclaimed and returns them in `gated`; the limit gate then
+ * claims a line's tasks in this same statement, which reads the pause, takes
+ * a concurrency seat (a transaction-scoped advisory lock) and checks the
+ * rate credits before it claims them (see LineClaims).
+ *
+ * $1–$5: the ids, now, the note, alone, and after how long an occurrence is
+ * overdue; then a gate's claim's line ($6–$11), or for fired tasks the
+ * types declared limited here ($6). A claim of fired tasks has no line to
+ * check and sends none of its CTEs: parsed and planned afresh at every
+ * claim (an unnamed statement, as a pooler in transaction mode needs), they
+ * were half of its cost on the server. The arrays left over go out as NULL
+ * when empty: each claimed row carries them, and the driver parses each.
+ */
+export async function claimTasks(
+  sql: Sql,
+  ids: TaskId[],
+  now: Date,
+  noteId: string,
+  alone: boolean,
+  gating: ClaimGating = { declared: [] },
+  /**
+   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
+   * the runtime passes two of its leases, the default is two default leases.
+   */
+  overdueAfterMs = 60_000,
+): Promise<Claimed> {
+  const line = gating.line;
+  const rows = await sql.rows<ClaimedWire>(
+    line ? LINE_CLAIM : FIRED_CLAIM,
+    line
+      ? [
+          ids,
+          now,
+          noteId,
+          alone,
+          overdueAfterMs,
+          line.type,
+          line.key,
+          line.concurrency,
+          line.credits?.credits ?? null,
+          line.credits?.holder ?? null,
+          line.paced ?? false,
+        ]
+      : [ids, now, noteId, alone, overdueAfterMs, gating.declared ?? []],
+    // Prepared where it can be: planning it cost Postgres more than running it for a few tasks.
+    line ? 'nest_delay_claim_line' : 'nest_delay_claim',
+  );
+  return readClaimed(rows, now);
+}
 
-type ClaimedWire = Wire<ClaimRow> & {
-  deferred: TaskId[];
+/**
+ * The claim of fired tasks (not alone, no line) as a statement of a script,
+ * its values quoted in: sent in the message that writes its note and begins
+ * its transaction (recordAttemptAndBegin), it saves the claim a round trip.
+ * Prepared once per session where the connection can (SQL PREPARE, then
+ * EXECUTE), else the statement itself with its values in place.
+ */
+export function claimInScript(
+  script: ScriptStatements,
+  ids: TaskId[],
+  now: Date,
+  noteId: string,
+  declared: string[],
+  overdueAfterMs: number,
+): string {
+  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
+  return script.statement('nest_delay_claim_script', FIRED_CLAIM, [
+    `'{${ids.join(',')}}'::bigint[]`,
+    `'${now.toISOString()}'::timestamptz`,
+    `${noteId}::bigint`,
+    'false',
+    `${Math.round(overdueAfterMs)}`,
+    `ARRAY[${declared.map((type) => script.literal(type)).join(', ')}]::text[]`,
+  ]);
+}
+
+/** What a claim statement's rows say (claimTasks, or claimInScript's rows); `now` is the claim's. */
+export function readClaimed(rows: unknown[], now: Date): Claimed {
+  const wire = rows as ClaimedWire[];
+  const first = wire[0];
+  return {
+    claimed: wire.filter((row) => row.id !== null).map((row) => fromWire(row, now)),
+    deferred: first?.deferred ?? [],
+    gated: (first?.gated ?? []).map((g) => ({
+      id: g.id,
+      type: g.type,
+      payload: g.payload,
+      dueAtMs: Math.floor(g.due),
+    })),
+    refused: first?.refused ?? null,
+    withdrawn: first?.withdrawn ?? [],
+  };
+}
+
+type ClaimedWire = ClaimWire & {
+  deferred: TaskId[] | null;
   gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
   refused: LineRefusal | null;
-  withdrawn: TaskId[];
+  withdrawn: TaskId[] | null;
 };
 
-/** The claim statement; its values are listed in claimTasks and claimInScript. */
-const CLAIM = `WITH mine AS (
+/**
+ * The claim statement, of a gate's line (`line`) or of fired tasks; their
+ * values are listed in claimTasks (and claimInScript for fired tasks).
+ */
+function claimText(line: boolean): string {
+  return `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
-     ),
+     ),${
+       line
+         ? `
      -- [limits] A gate's claim: the type's pause lock shared first (a pause
      -- being committed holds it exclusively: refused), then the type's row
      -- read with FOR KEY SHARE, which returns its latest committed version
@@ -147,18 +261,16 @@ const CLAIM = `WITH mine AS (
        END AS refused
        FROM gate
      -- [limits] end
-     ), due AS (
+     ),`
+         : ''
+     } due AS (
        SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
-              $6::text IS NULL AND (l.paused_at IS NOT NULL OR CASE
-                WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
-                WHEN l.declared_at IS NOT NULL
-                  THEN l.declared_concurrency IS NOT NULL OR l.declared_rate_starts IS NOT NULL
-                ELSE t.type = ANY($5::text[]) END) AS gated,
+              ${line ? 'false' : FIRED_GATED} AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              ${occurrenceVerdict('t', '$2', '$12')} AS withdrawn
+              ${occurrenceVerdict('t', '$2', '$5')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
-         AND (SELECT refused IS NULL FROM line_check)
+         ${line ? 'AND (SELECT refused IS NULL FROM line_check)' : ''}
        FOR UPDATE OF t SKIP LOCKED
      ), withdrawn AS (
        ${withdrawOccurrences('due', '$2')}
@@ -177,9 +289,7 @@ const CLAIM = `WITH mine AS (
        SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
        RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
-                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.executed_at')} AS executed_at,
-                 ${epochMs('t.cancelled_at')} AS cancelled_at, ${epochMs('t.dead_at')} AS dead_at,
-                 ${epochMs('t.created_at')} AS created_at, ${epochMs('t.updated_at')} AS updated_at,
+                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.created_at')} AS created_at,
                  t.schedule_name,
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
@@ -189,134 +299,29 @@ const CLAIM = `WITH mine AS (
        ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
      SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn
-     FROM (SELECT ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
-                        AND id NOT IN (SELECT id FROM runnable)) AS deferred,
-                  ARRAY(SELECT id FROM withdrawn) AS withdrawn,
+     FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
+                                  AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
+                  NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
                                                      'due', ${epochMs('due_at')}))
                    FROM due WHERE gated AND withdrawn IS NULL) AS gated,
-                  line_check.refused
-           FROM line_check) left_over
+                  ${line ? '(SELECT refused FROM line_check)' : 'NULL::text'} AS refused) left_over
      LEFT JOIN claimed ON true`;
-
-/**
- * The claim: takes the due, still pending tasks among `ids` inside the
- * caller's transaction, setting `executed_at` and counting the attempt. Set
- * here, in the same transaction as the handlers' effects, `executed_at` is
- * the exactly-once guarantee. SKIP LOCKED lets another instance holding the
- * same task move on instead of waiting; the pending test after the lock is
- * what stops a second execution. No ORDER BY: SKIP LOCKED never waits, so
- * lock order cannot deadlock; the caller sorts.
- *
- * In the same statement the claim ends its own attempt note ($3: deleted
- * with the claim, so it disappears exactly when the claim commits). In a
- * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
- * listed in any other note, dead or alive, is locked but left unclaimed and
- * returned in `deferred`: it runs in a claim of its own, so a task that
- * kills its process takes no batch-mates with it. The claim clears the flag
- * (the one transition that does): if it rolls back, the flag is back.
- *
- * Shared limits (`gating`): a claim of fired tasks leaves those of limited
- * or paused types unclaimed and returns them in `gated`; the limit gate then
- * claims a line's tasks in this same statement, which reads the pause, takes
- * a concurrency seat (a transaction-scoped advisory lock) and checks the
- * rate credits before it claims them (see LineClaims).
- */
-export async function claimTasks(
-  sql: Sql,
-  ids: TaskId[],
-  now: Date,
-  noteId: string,
-  alone: boolean,
-  gating: ClaimGating = { declared: [] },
-  /**
-   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
-   * the runtime passes two of its leases, the default is two default leases.
-   */
-  overdueAfterMs = 60_000,
-): Promise<Claimed> {
-  const line = gating.line;
-  const rows = await sql.rows<ClaimedWire>(
-    CLAIM,
-    [
-      ids,
-      now,
-      noteId,
-      alone,
-      gating.declared ?? [],
-      line?.type ?? null,
-      line?.key ?? null,
-      line?.concurrency ?? null,
-      line?.credits?.credits ?? null,
-      line?.credits?.holder ?? null,
-      line?.paced ?? false,
-      overdueAfterMs,
-    ],
-    // Prepared where it can be: planning this statement cost Postgres more than running it for a few tasks.
-    CLAIM_NAME,
-  );
-  return readClaimed(rows);
 }
 
-/**
- * The claim of fired tasks (not alone, no line) as a statement of a script,
- * its values quoted in: sent in the message that writes its note and begins
- * its transaction (recordAttemptAndBegin), it saves the claim a round trip.
- * Prepared once per session where the connection can (SQL PREPARE, then
- * EXECUTE), else the statement itself with its values in place.
- */
-export function claimInScript(
-  script: ScriptStatements,
-  ids: TaskId[],
-  now: Date,
-  noteId: string,
-  declared: string[],
-  overdueAfterMs: number,
-): string {
-  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
-  const text = (values: string[]) => `ARRAY[${values.join(', ')}]::text[]`;
-  return script.statement(CLAIM_SCRIPT_NAME, CLAIM, [
-    `'{${ids.join(',')}}'::bigint[]`,
-    `'${now.toISOString()}'::timestamptz`,
-    `${noteId}::bigint`,
-    'false',
-    text(declared.map((type) => script.literal(type))),
-    'NULL::text',
-    'NULL::text',
-    'NULL::int',
-    'NULL::int[]',
-    'NULL::text',
-    'false',
-    `${Math.round(overdueAfterMs)}`,
-  ]);
-}
-
-/** What a claim statement's rows say (claimTasks, or claimInScript's rows). */
-export function readClaimed(rows: unknown[]): Claimed {
-  const wire = rows as ClaimedWire[];
-  const first = wire[0];
-  return {
-    claimed: wire.filter((row) => row.id !== null).map(fromWire),
-    deferred: first?.deferred ?? [],
-    gated: (first?.gated ?? []).map((g) => ({
-      id: g.id,
-      type: g.type,
-      payload: g.payload,
-      dueAtMs: Math.floor(g.due),
-    })),
-    refused: first?.refused ?? null,
-    withdrawn: first?.withdrawn ?? [],
-  };
-}
+/** Whether a fired task waits in the limit gate instead ($6: the types declared limited here). */
+const FIRED_GATED = `(l.paused_at IS NOT NULL OR CASE
+                WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
+                WHEN l.declared_at IS NOT NULL
+                  THEN l.declared_concurrency IS NOT NULL OR l.declared_rate_starts IS NOT NULL
+                ELSE t.type = ANY($6::text[]) END)`;
 
 /**
  * Timestamps leave Postgres as epoch milliseconds: parsing `pg`'s text form
  * (three regular expressions per value) was ~6% of a burst's CPU, at five
  * timestamps per claimed row.
  */
-function epochMs(column: string): string {
-  return `(extract(epoch FROM ${column}) * 1000)::float8`;
-}
+const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
 type Wire<T> = {
   [K in keyof T]: T[K] extends Date ? number : T[K] extends Date | null ? number | null : T[K];
@@ -325,7 +330,14 @@ type Wire<T> = {
 const toDate = (ms: number) => new Date(Math.floor(ms));
 const toDateOrNull = (ms: number | null) => (ms === null ? null : toDate(ms));
 
-function fromWire(row: Wire<ClaimRow>): ClaimRow {
+/**
+ * What the claim returns of a row: not the four columns it sets itself
+ * (executed_at and updated_at are its `now`; cancelled_at and dead_at were
+ * null for it to claim the row), which every claimed row would carry.
+ */
+type ClaimWire = Omit<Wire<ClaimRow>, 'executed_at' | 'updated_at' | 'cancelled_at' | 'dead_at'>;
+
+function fromWire(row: ClaimWire, now: Date): ClaimRow {
   return {
     id: row.id,
     type: row.type,
@@ -334,15 +346,15 @@ function fromWire(row: Wire<ClaimRow>): ClaimRow {
     payload: row.payload,
     trace_context: row.trace_context,
     due_at: toDate(row.due_at),
-    executed_at: toDateOrNull(row.executed_at),
-    cancelled_at: toDateOrNull(row.cancelled_at),
-    dead_at: toDateOrNull(row.dead_at),
+    executed_at: new Date(now.getTime()),
+    cancelled_at: null,
+    dead_at: null,
     attempts: row.attempts,
     max_attempts: row.max_attempts,
     last_error: row.last_error,
     locked_by: row.locked_by,
     created_at: toDate(row.created_at),
-    updated_at: toDate(row.updated_at),
+    updated_at: new Date(now.getTime()),
     schedule_name: row.schedule_name,
     occurrence_at: toDateOrNull(row.occurrence_at),
     previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
@@ -399,3 +411,7 @@ export function findOverdueUnleased(sql: Sql, now: Date, after: DueRow | null, l
     [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
   );
 }
+
+// Built once, after everything their text uses: one text per name, as a prepared statement needs.
+const FIRED_CLAIM = claimText(false);
+const LINE_CLAIM = claimText(true);
