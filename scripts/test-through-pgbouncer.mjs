@@ -4,9 +4,10 @@
 // offerings run it. A change that keeps state on a session across
 // transactions (a session lock, a plain SET, LISTEN) fails here. Prepared
 // statements are the one such state the engine keeps on purpose, and this
-// PgBouncer (1.18) does not carry them: the apps run with the default
-// (preparedStatements: true) and each falls back to unprepared claims at its
-// first refusal, which this pass exercises. Each test file's database is still created and
+// PgBouncer (1.18) does not carry them: the apps run with
+// DELAY_PREPARED_STATEMENTS=false, as the docs tell users of such a pooler.
+// The fallback of the default (claims redone at once, unprepared, at the
+// first refusal) is tested by test/delay/pooler in the first pass. Each test file's database is still created and
 // dropped on the server itself (TEST_ADMIN_DATABASE_URL). Needs a build
 // (`npm test` makes one); extra arguments go to Jest.
 import { spawn } from 'node:child_process';
@@ -21,6 +22,8 @@ const POOL_SIZE = 4;
  * - unit specs (under src/ and packages/) and test/project: no database;
  * - test/package: the tarball and the README's code, the database path is the same;
  * - database-restart, tls, pooler: they start a server or a pooler of their own;
+ * - prepared-statements: asserts what a session of the server itself has
+ *   prepared (and stands in for a pooler's session on it);
  * - connection-loss: terminates one backend of the app's pool by its pid; behind
  *   a pooler that backend is the pooler's, and the app hears the pooler instead;
  * - attempt-notes: drives the note statements by hand, one round trip each on a
@@ -55,6 +58,7 @@ const LEFT_OUT = [
   'test/app/clock-skew',
   'test/app/tls',
   'test/delay/pooler',
+  'test/delay/prepared-statements',
   'test/delay/connection-loss',
   'test/delay/attempt-notes',
   'test/delay/limits.e2e',
@@ -94,7 +98,12 @@ const jest = spawn(
   ],
   {
     stdio: 'inherit',
-    env: { ...process.env, TEST_DATABASE_URL: pgbouncer.url, TEST_ADMIN_DATABASE_URL: serverUrl },
+    env: {
+      ...process.env,
+      TEST_DATABASE_URL: pgbouncer.url,
+      TEST_ADMIN_DATABASE_URL: serverUrl,
+      DELAY_PREPARED_STATEMENTS: 'false',
+    },
   },
 );
 const code = await new Promise((resolve) => jest.once('exit', (status) => resolve(status ?? 1)));

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { preparedStatementsEnv } from '../support/test-database.js';
 import { createServer } from 'node:net';
 
 /** The compiled service in a child process, started the way `npm run start:prod` starts it. */
@@ -29,7 +30,13 @@ export async function startApp(
 ): Promise<AppProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['dist/src/main.js'], {
-    env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env, PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      NO_COLOR: '1',
+      ...preparedStatementsEnv,
+      ...env,
+      PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

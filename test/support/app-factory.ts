@@ -4,7 +4,7 @@ import { AppModule } from '../../src/app.module.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
-import type { TestDatabase } from './test-database.js';
+import { preparedStatementsEnv, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
   app: INestApplication;
@@ -24,7 +24,11 @@ export async function createTestApp(
   env: Record<string, string> = {},
   clock = new ManualClock(),
 ): Promise<TestApp> {
-  const config = loadConfig({ DB_POOL_SIZE: String(db.poolSize), ...env });
+  const config = loadConfig({
+    DB_POOL_SIZE: String(db.poolSize),
+    ...preparedStatementsEnv,
+    ...env,
+  });
   const moduleRef = await useManualClock(
     Test.createTestingModule({ imports: [AppModule.forRoot(config, db.url)] }),
     clock,
