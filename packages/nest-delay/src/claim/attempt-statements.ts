@@ -1,6 +1,6 @@
 import type { TaskId } from '../task.types.js';
 import { PENDING_BY_ID, pendingIn } from '../tasks/pending.js';
-import type { ClaimConnection, Sql } from '../store/sql.js';
+import { assertIds, type ClaimConnection, type Sql } from '../store/sql.js';
 import type { TaskRow } from '../tasks/task-row.js';
 
 /**
@@ -69,7 +69,7 @@ export async function recordAttemptAndBegin(
   backstopMs: number,
   claim?: string,
 ): Promise<{ deferrable: boolean; claimed?: unknown[] }> {
-  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
+  assertIds([noteId, ...ids]);
   // Prepared once per session where it can be, as the claim is: planning it was most of its cost.
   const note = connection.script.statement(NOTE_NAME, NOTE, [
     `${noteId}::bigint`,
@@ -78,8 +78,8 @@ export async function recordAttemptAndBegin(
     `'${now.toISOString()}'::timestamptz`,
   ]);
   const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs, claim);
-  // The note's answer follows BEGIN, and its PREPARE the first time on a session.
-  const row = results[results[1].length > 0 ? 1 : 2][0] as { id: string; deferrable: boolean };
+  // The first answer with a row is the note's (BEGIN and a PREPARE have none).
+  const row = results.find((rows) => rows.length > 0)![0] as { deferrable: boolean };
   return { deferrable: row.deferrable, claimed: claim ? results[results.length - 1] : undefined };
 }
 
@@ -92,7 +92,7 @@ export async function recordAttemptAndBegin(
  * would charge a healthy task an attempt. `noteId` is a note id (digits).
  */
 export function unlockNoteOnceGone(noteId: string): string {
-  if (!/^[0-9]+$/.test(noteId)) throw new Error(`not a note id: ${noteId}`);
+  assertIds([noteId]);
   return `SELECT pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey(noteId)})
      WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }

@@ -65,8 +65,7 @@ describe('ClaimQueue', () => {
             if (claims.length === 0) continue;
             const [ended] = claims.splice(c.pick % claims.length, 1);
             queue.claimEnded(ended);
-            for (const id of ended)
-              if (again.delete(id) && !waiting.includes(id)) waiting.push(id);
+            for (const id of ended) if (again.delete(id) && !waiting.includes(id)) waiting.push(id);
           } else {
             queue.idle();
           }

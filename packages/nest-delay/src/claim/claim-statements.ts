@@ -6,7 +6,7 @@ import {
   declaredColumn,
   seatLockKey,
 } from '../limits/limit-statements.js';
-import type { ScriptStatements, Sql } from '../store/sql.js';
+import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
 import type { DueRow, TaskRow } from '../tasks/task-row.js';
 import type { TraceCarrier } from '../tracing/trace-carrier.js';
 import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
@@ -168,7 +168,7 @@ export function claimInScript(
   declared: string[],
   overdueAfterMs: number,
 ): string {
-  for (const id of [noteId, ...ids]) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
+  assertIds([noteId, ...ids]);
   return script.statement('nest_delay_claim_script', FIRED_CLAIM, [
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,

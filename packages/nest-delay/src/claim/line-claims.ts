@@ -3,7 +3,12 @@ import { GATE_CLAIM_MAX_MS } from '../runtime/tuning.js';
 import type { Sql } from '../store/sql.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import { claimTasks, returnUnstarted, type ClaimRow, type LineRefusal } from './claim-statements.js';
+import {
+  claimTasks,
+  returnUnstarted,
+  type ClaimRow,
+  type LineRefusal,
+} from './claim-statements.js';
 
 /** The line a gate's claim is for, as its claim statement needs it. */
 export interface LineGating {

@@ -106,6 +106,11 @@ export interface ScriptStatements {
   statement(name: string, text: string, values: string[]): string;
 }
 
+/** Ids (digits only) checked before they are quoted into a script: nothing else can reach its text. */
+export function assertIds(ids: string[]): void {
+  for (const id of ids) if (!/^[0-9]+$/.test(id)) throw new Error(`not an id: ${id}`);
+}
+
 /** A pooled connection for one claim transaction at a time. */
 export interface ClaimConnection {
   /** TypeORM's runner on this connection: its manager is what handlers write through. */
@@ -214,6 +219,7 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
   const runner = database.dataSource.createQueryRunner();
   const client = await pgClientOf(runner);
   const { prepared } = database;
+  const literal = (value: string) => client.escapeLiteral(value);
   const script = async (text: string): Promise<PgResult[]> => {
     let reply: PgResult | PgResult[];
     try {
@@ -253,7 +259,7 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       return results.map((result) => result.rows);
     },
     script: {
-      literal: (value) => client.escapeLiteral(value),
+      literal,
       statement(name, text, values) {
         const inPlace = () => text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
         if (!prepared.enabled) return inPlace();
@@ -311,7 +317,7 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     async rollbackToSavepoint() {
       await script(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     },
-    literal: (value) => client.escapeLiteral(value),
+    literal,
     cutOff() {
       if (runner.isReleased) return;
       // Closing the client ends the server session (its transaction rolls
