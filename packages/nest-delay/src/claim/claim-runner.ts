@@ -75,6 +75,8 @@ export class ClaimRunner {
     ids: TaskId[],
     alone: boolean,
     line?: LineClaim,
+    /** Called once the claim has its tasks (its note written, its claim statement answered), if it gets that far. */
+    started?: () => void,
   ): Promise<BatchResult | 'cut-off' | undefined> {
     const { ctx, host } = this;
     const gated = line?.gated;
@@ -119,6 +121,7 @@ export class ClaimRunner {
         this.batch.backstopMs,
         claim,
       );
+      started?.();
       result = await this.batch.run(connection, ids, {
         nowMs,
         noteId,

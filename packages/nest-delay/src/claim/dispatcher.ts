@@ -4,6 +4,7 @@ import { GateClaims } from '../limits/gate-claims.js';
 import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
 import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
 import type { TaskId } from '../task.types.js';
+import { ClaimPacing } from './claim-pacing.js';
 import { ClaimQueue } from './claim-queue.js';
 import { ClaimRunner, type ClaimHost } from './claim-runner.js';
 import type { ExecutionStats } from './execution-stats.js';
@@ -15,7 +16,8 @@ import type { ExecutionStats } from './execution-stats.js';
  * One transaction per batch is what lets a burst go faster than one commit
  * per task. A task that may only run alone waits for every claim in flight
  * to end, then runs by itself. Tasks of limited or paused types wait in the
- * limit gate, whose claims take turns with the batches.
+ * limit gate, whose claims take turns with the batches. While the database
+ * is slow to answer, fewer batch claims run at once (ClaimPacing).
  */
 export class Dispatcher implements LifecycleService, ClaimHost {
   private readonly queue = new ClaimQueue();
@@ -26,6 +28,9 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** The last claim launched was the gate's: a batch waiting goes next (turns). */
   private gateWentLast = false;
   private _stopped = false;
+  private readonly pacing = new ClaimPacing();
+  /** Batch claims of fired tasks in flight (not the gate's, not one alone). */
+  private batchesInFlight = 0;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly runner: ClaimRunner;
@@ -185,11 +190,20 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         continue;
       }
       if (!this.queue.hasWaiting) return;
+      // Under pressure, as many batch claims as the flow needs (ClaimPacing):
+      // the ids wait for one to end, and go together.
+      const room = Math.min(
+        concurrency - this.inFlight,
+        this.pacing.limit(concurrency) - this.batchesInFlight,
+      );
+      if (room <= 0) {
+        if (this.inFlight < concurrency) this.pacing.heldBack();
+        return;
+      }
       // Spread over the workers free now, not all of them: with most busy
       // (gate claims run long), a few ids queued are one claim, not a few
       // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
-      const free = concurrency - this.inFlight;
-      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, free), false);
+      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, room), false);
     }
   }
 
@@ -198,10 +212,24 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     this.gateWentLast = gated !== undefined;
     if (gated) this.gatedInFlight++;
     this.aloneInFlight = alone;
+    // A batch of fired tasks teaches the pacing (a gate's claims wait for their limits).
+    const batch = !gated && !alone;
+    const launchedAt = performance.now();
+    if (batch) this.batchesInFlight++;
+    const started = () => {
+      if (!batch) return;
+      const startedAt = performance.now();
+      this.pacing.started(startedAt, startedAt - launchedAt, this.ctx.concurrency);
+    };
     const claim = () =>
-      gated ? this.gateClaims.run(gated) : this.runner.run(ids, alone).then(() => undefined);
+      gated
+        ? this.gateClaims.run(gated)
+        : this.runner.run(ids, alone, undefined, started).then(() => undefined);
     const { tracing } = this.ctx;
     void (tracing ? tracing.detached(claim) : claim()).finally(() => {
+      if (batch) {
+        this.batchesInFlight--;
+      }
       this.queue.claimEnded(ids);
       this.inFlight--;
       if (gated) this.gatedInFlight--;

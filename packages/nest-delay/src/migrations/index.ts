@@ -11,6 +11,7 @@ import { DelayScheduleOwnership1764720000000 } from './1764720000000-DelaySchedu
 import { DelayDeclaredLimits1764760000000 } from './1764760000000-DelayDeclaredLimits.js';
 import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js';
 import { DelayTaskEvents1764810000000 } from './1764810000000-DelayTaskEvents.js';
+import { DelayAttemptTaskIndex1764820000000 } from './1764820000000-DelayAttemptTaskIndex.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -34,4 +35,5 @@ export const delayMigrations = [
   DelayDeclaredLimits1764760000000,
   DelayTaskEntity1764800000000,
   DelayTaskEvents1764810000000,
+  DelayAttemptTaskIndex1764820000000,
 ];

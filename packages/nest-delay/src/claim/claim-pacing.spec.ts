@@ -1,0 +1,76 @@
+import { ClaimPacing } from './claim-pacing.js';
+
+/** Feeds `count` starts of `ms` each, `gapMs` apart from `fromMs`; returns the time after the last. */
+function starts(
+  pacing: ClaimPacing,
+  fromMs: number,
+  count: number,
+  ms: number,
+  gapMs = 60,
+): number {
+  let now = fromMs;
+  for (let i = 0; i < count; i++, now += gapMs) pacing.started(now, ms, 8);
+  return now;
+}
+
+describe('ClaimPacing', () => {
+  it('allows every claim until it has seen a start', () => {
+    expect(new ClaimPacing().limit(8)).toBe(8);
+  });
+
+  it('keeps every claim while starts stay near their best', () => {
+    const pacing = new ClaimPacing();
+    starts(pacing, 0, 200, 1.2);
+    expect(pacing.limit(8)).toBe(8);
+  });
+
+  it('takes claims away one at a time while starts are more than twice their best, down to one', () => {
+    const pacing = new ClaimPacing();
+    let now = starts(pacing, 0, 10, 1);
+    now = starts(pacing, now, 3, 10);
+    const after = pacing.limit(8);
+    expect(after).toBeLessThan(8);
+    expect(after).toBeGreaterThanOrEqual(5);
+    starts(pacing, now, 100, 10);
+    expect(pacing.limit(8)).toBe(1);
+  });
+
+  it('steps at most once every 50 ms, however many claims start', () => {
+    const pacing = new ClaimPacing();
+    const now = starts(pacing, 0, 10, 1);
+    starts(pacing, now, 50, 10, 1);
+    expect(pacing.limit(8)).toBe(7);
+  });
+
+  it('gives claims back once starts are quick again, but only while ids were held back for them', () => {
+    const pacing = new ClaimPacing();
+    let now = starts(pacing, 0, 10, 1);
+    now = starts(pacing, now, 100, 10);
+    expect(pacing.limit(8)).toBe(1);
+    now = starts(pacing, now, 50, 1);
+    expect(pacing.limit(8)).toBe(1);
+    for (let i = 0; i < 20; i++, now += 60) {
+      pacing.heldBack();
+      pacing.started(now, 1, 8);
+    }
+    expect(pacing.limit(8)).toBe(8);
+  });
+
+  it('never allows more than the concurrency it is asked for', () => {
+    const pacing = new ClaimPacing();
+    starts(pacing, 0, 10, 1);
+    expect(pacing.limit(3)).toBe(3);
+  });
+
+  it('forgets a best start after its windows, so a slower network becomes the new normal', () => {
+    const pacing = new ClaimPacing();
+    let now = starts(pacing, 0, 10, 1);
+    // Starts settle at 5 ms for over a minute: twice the 30 s window.
+    now = starts(pacing, now, 1200, 5);
+    for (let i = 0; i < 20; i++, now += 60) {
+      pacing.heldBack();
+      pacing.started(now, 5, 8);
+    }
+    expect(pacing.limit(8)).toBe(8);
+  });
+});
