@@ -190,12 +190,14 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         continue;
       }
       if (!this.queue.hasWaiting) return;
-      // Under pressure, as many batch claims as the flow needs (ClaimPacing):
-      // the ids wait for one to end, and go together.
-      const room = Math.min(
-        concurrency - this.inFlight,
-        this.pacing.limit(concurrency) - this.batchesInFlight,
-      );
+      // Under pressure, fewer batch claims (ClaimPacing): the ids wait for
+      // one to end, and go together. Not once a full batch waits: there is
+      // nothing left to share, and a backlog wants every worker.
+      const free = concurrency - this.inFlight;
+      const room =
+        this.queue.size >= this.ctx.options.batchSize
+          ? free
+          : Math.min(free, this.pacing.limit(concurrency) - this.batchesInFlight);
       if (room <= 0) {
         if (this.inFlight < concurrency) this.pacing.heldBack();
         return;
