@@ -14,9 +14,12 @@
  * Vegas does with a window: while starts take more than twice their best of
  * late (a queue has formed, in the server or in this process), one claim
  * fewer at a time; while they are back near their best and claims were
- * wanted, one more, up to `concurrency`. Ids then wait for a claim to end
- * and go together. Slow handlers (an HTTP call) on a quiet database keep
- * every claim; on a struggling one they ease its load too.
+ * wanted, one more, up to `concurrency`; and one more whenever ids have
+ * been held back for QUIET_MS with no claim starting (the claims in flight
+ * are long ones). Ids then wait for a claim to end and go together. Slow
+ * handlers (an HTTP call) on a quiet database keep every claim; on a
+ * struggling one they ease its load too. The first WARM_UP_STARTS starts
+ * teach it nothing.
  */
 export class ClaimPacing {
   /** Moving average of a start (ms). */
@@ -27,6 +30,8 @@ export class ClaimPacing {
   private windowFrom: number | undefined;
   private current: number | undefined;
   private changedAt = -Infinity;
+  private lastStartAt = -Infinity;
+  private starts = 0;
   /** Claims were held back since the last change: one more would have been used. */
   private wanted = false;
 
@@ -35,13 +40,28 @@ export class ClaimPacing {
     return Math.min(concurrency, this.current ?? concurrency);
   }
 
-  /** The dispatcher held ids back for the limit. */
-  heldBack(): void {
+  /**
+   * The dispatcher held ids back for the limit at `nowMs`. With no claim
+   * started for QUIET_MS, the claims in flight are long ones (a slow
+   * handler), and no start will come to say so: one more is allowed, so
+   * ids never wait on a claim that is not coming. Returns when to ask
+   * again if nothing else happens (ms from now), or undefined.
+   */
+  heldBack(nowMs: number, concurrency: number): number | undefined {
     this.wanted = true;
+    const limit = this.limit(concurrency);
+    if (limit >= concurrency) return undefined;
+    const quietFor = nowMs - Math.max(this.lastStartAt, this.changedAt);
+    if (quietFor < QUIET_MS) return QUIET_MS - quietFor;
+    this.step(nowMs, limit + 1);
+    return 0;
   }
 
   /** A batch claim took `ms` from its launch to having its tasks; `concurrency`: the most allowed. */
   started(nowMs: number, ms: number, concurrency: number): void {
+    this.lastStartAt = nowMs;
+    // A new pool's first claims open connections and prepare statements: no guide to either.
+    if (++this.starts <= WARM_UP_STARTS) return;
     this.startMs = this.startMs === undefined ? ms : this.startMs + WEIGHT * (ms - this.startMs);
     this.windowFrom ??= nowMs;
     if (nowMs - this.windowFrom >= BEST_WINDOW_MS) {
@@ -73,5 +93,9 @@ const SLOW = 2;
 const QUICK = 1.5;
 /** At most one step a this often: each step's effect shows in the starts after it. */
 const STEP_MS = 50;
+/** Starts not learnt from (see started). */
+const WARM_UP_STARTS = 20;
+/** No claim started for this long while ids were held back: the claims in flight are long ones. */
+const QUIET_MS = 100;
 /** A best start is forgotten after one to two of these: a slower network becomes the new best. */
 const BEST_WINDOW_MS = 30_000;

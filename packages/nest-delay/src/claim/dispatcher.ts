@@ -31,6 +31,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   private readonly pacing = new ClaimPacing();
   /** Batch claims of fired tasks in flight (not the gate's, not one alone). */
   private batchesInFlight = 0;
+  private pacingTimer: NodeJS.Timeout | undefined;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly runner: ClaimRunner;
@@ -122,6 +123,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
    */
   async stop(): Promise<void> {
     this._stopped = true;
+    clearTimeout(this.pacingTimer);
     this.queue.clear();
     await this.gate.stop();
     this.wake(this.roomWaiters);
@@ -199,7 +201,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
           ? free
           : Math.min(free, this.pacing.limit(concurrency) - this.batchesInFlight);
       if (room <= 0) {
-        if (this.inFlight < concurrency) this.pacing.heldBack();
+        if (this.inFlight >= concurrency) return;
+        // Held back by the pacing: it allows one more if no claim has started for a while.
+        const askAgainMs = this.pacing.heldBack(performance.now(), concurrency);
+        if (askAgainMs === 0) continue;
+        if (askAgainMs !== undefined) this.pumpIn(askAgainMs);
         return;
       }
       // Spread over the workers free now, not all of them: with most busy
@@ -207,6 +213,16 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
       this.launch(this.queue.takeBatch(this.ctx.options.batchSize, room), false);
     }
+  }
+
+  /** Pumps again in `ms`, once however many ask (ids held back by the pacing). */
+  private pumpIn(ms: number): void {
+    if (this.pacingTimer) return;
+    this.pacingTimer = setTimeout(() => {
+      this.pacingTimer = undefined;
+      this.pump();
+    }, Math.ceil(ms));
+    this.pacingTimer.unref();
   }
 
   private launch(ids: TaskId[], alone: boolean, gated?: GateClaim): void {
