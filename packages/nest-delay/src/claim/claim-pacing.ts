@@ -35,9 +35,12 @@ export class ClaimPacing {
   /** Claims were held back since the last change: one more would have been used. */
   private wanted = false;
 
-  /** Batch claims that may run at once, of `concurrency` at most. */
-  limit(concurrency: number): number {
-    return Math.min(concurrency, this.current ?? concurrency);
+  /** `concurrency`: the most batch claims ever allowed at once (the module's option). */
+  constructor(private readonly concurrency: number) {}
+
+  /** Batch claims that may run at once. */
+  limit(): number {
+    return this.current ?? this.concurrency;
   }
 
   /**
@@ -47,18 +50,18 @@ export class ClaimPacing {
    * ids never wait on a claim that is not coming. Returns when to ask
    * again if nothing else happens (ms from now), or undefined.
    */
-  heldBack(nowMs: number, concurrency: number): number | undefined {
+  heldBack(nowMs: number): number | undefined {
     this.wanted = true;
-    const limit = this.limit(concurrency);
-    if (limit >= concurrency) return undefined;
+    const limit = this.limit();
+    if (limit >= this.concurrency) return undefined;
     const quietFor = nowMs - Math.max(this.lastStartAt, this.changedAt);
     if (quietFor < QUIET_MS) return QUIET_MS - quietFor;
     this.step(nowMs, limit + 1);
     return 0;
   }
 
-  /** A batch claim took `ms` from its launch to having its tasks; `concurrency`: the most allowed. */
-  started(nowMs: number, ms: number, concurrency: number): void {
+  /** A batch claim took `ms` from its launch to having its tasks. */
+  started(nowMs: number, ms: number): void {
     this.lastStartAt = nowMs;
     // A new pool's first claims open connections and prepare statements: no guide to either.
     if (++this.starts <= WARM_UP_STARTS) return;
@@ -72,9 +75,9 @@ export class ClaimPacing {
     this.bestNow = Math.min(this.bestNow, ms);
     if (nowMs - this.changedAt < STEP_MS) return;
     const best = Math.min(this.bestNow, this.bestBefore);
-    const limit = this.limit(concurrency);
+    const limit = this.limit();
     if (this.startMs > SLOW * best && limit > 1) this.step(nowMs, limit - 1);
-    else if (this.startMs < QUICK * best && this.wanted && limit < concurrency)
+    else if (this.startMs < QUICK * best && this.wanted && limit < this.concurrency)
       this.step(nowMs, limit + 1);
   }
 

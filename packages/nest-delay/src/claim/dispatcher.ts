@@ -28,9 +28,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** The last claim launched was the gate's: a batch waiting goes next (turns). */
   private gateWentLast = false;
   private _stopped = false;
-  private readonly pacing = new ClaimPacing();
-  /** Batch claims of fired tasks in flight (not the gate's, not one alone). */
-  private batchesInFlight = 0;
+  private readonly pacing: ClaimPacing;
   private pacingTimer: NodeJS.Timeout | undefined;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
@@ -51,6 +49,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       (ids) => this.enqueue(ids),
       () => this.queue.size,
     );
+    this.pacing = new ClaimPacing(ctx.concurrency);
     this.runner = new ClaimRunner(ctx, registry, wheel, this.gate, this);
     this.gateClaims = new GateClaims(ctx, this.gate, this.runner);
   }
@@ -76,6 +75,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** A rate credit's stamp is under way: it may let a line waiting on it ask (a test's settle waits). */
   get stamping(): boolean {
     return this.gateClaims.stamping;
+  }
+
+  /** Batch claims of fired tasks in flight: not the gate's, not one alone (which runs by itself). */
+  private get batchesInFlight(): number {
+    return this.inFlight - this.gatedInFlight - (this.aloneInFlight ? 1 : 0);
   }
 
   /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
@@ -199,11 +203,11 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       const room =
         this.queue.size >= this.ctx.options.batchSize
           ? free
-          : Math.min(free, this.pacing.limit(concurrency) - this.batchesInFlight);
+          : Math.min(free, this.pacing.limit() - this.batchesInFlight);
       if (room <= 0) {
         if (this.inFlight >= concurrency) return;
         // Held back by the pacing: it allows one more if no claim has started for a while.
-        const askAgainMs = this.pacing.heldBack(performance.now(), concurrency);
+        const askAgainMs = this.pacing.heldBack(performance.now());
         if (askAgainMs === 0) continue;
         if (askAgainMs !== undefined) this.pumpIn(askAgainMs);
         return;
@@ -231,23 +235,19 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     if (gated) this.gatedInFlight++;
     this.aloneInFlight = alone;
     // A batch of fired tasks teaches the pacing (a gate's claims wait for their limits).
-    const batch = !gated && !alone;
     const launchedAt = performance.now();
-    if (batch) this.batchesInFlight++;
-    const started = () => {
-      if (!batch) return;
-      const startedAt = performance.now();
-      this.pacing.started(startedAt, startedAt - launchedAt, this.ctx.concurrency);
-    };
+    const started = alone
+      ? undefined
+      : () => {
+          const startedAt = performance.now();
+          this.pacing.started(startedAt, startedAt - launchedAt);
+        };
     const claim = () =>
       gated
         ? this.gateClaims.run(gated)
         : this.runner.run(ids, alone, undefined, started).then(() => undefined);
     const { tracing } = this.ctx;
     void (tracing ? tracing.detached(claim) : claim()).finally(() => {
-      if (batch) {
-        this.batchesInFlight--;
-      }
       this.queue.claimEnded(ids);
       this.inFlight--;
       if (gated) this.gatedInFlight--;
