@@ -20,17 +20,31 @@ export const INSERT_LEDGER = `
 /**
  * Per phase ($1 names, $2 starts, $3 ends, epoch ms): effects started in it
  * and their lateness (start − due, ms; early ones counted apart, never folded in).
+ *
+ * Then the same split by how a task was due, which the producer decides from
+ * its id alone (producer.ts, $4 its share due now, $5 its ahead span in ms):
+ * due at once (`q_now`: the scheduling call, the instance learning of the
+ * task, its claim) and due at least a second after it was scheduled
+ * (`q_ahead`: already in a wheel when due, so the firing and the claim
+ * alone). One lateness figure hid which of the two paths a queue was on.
  */
 export const PHASE_FIGURES = `
   SELECT p.name,
          count(l.task_id)::int AS effects,
          count(l.task_id) FILTER (WHERE l.started_at < l.due_at)::int AS early,
-         percentile_cont(ARRAY[0.5, 0.99, 0.9999]) WITHIN GROUP (
-           ORDER BY greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000)) AS q,
-         max(greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000)) AS max
+         percentile_cont(ARRAY[0.5, 0.99, 0.9999]) WITHIN GROUP (ORDER BY x.lateness) AS q,
+         max(x.lateness) AS max,
+         percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY x.lateness)
+           FILTER (WHERE NOT x.later) AS q_now,
+         percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY x.lateness)
+           FILTER (WHERE x.later AND (l.task_id * 104729) % $5::bigint >= 1000) AS q_ahead
   FROM unnest($1::text[], $2::float8[], $3::float8[]) AS p(name, from_ms, to_ms)
   LEFT JOIN bench_ledger l
     ON l.started_at >= to_timestamp(p.from_ms / 1000) AND l.started_at < to_timestamp(p.to_ms / 1000)
+  LEFT JOIN LATERAL (
+    SELECT greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000) AS lateness,
+           (l.task_id * 7919) % 1000 >= $4::float8 * 1000 AS later
+  ) x ON l.task_id IS NOT NULL
   GROUP BY p.name`;
 
 /**

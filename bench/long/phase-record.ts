@@ -2,6 +2,11 @@
 import type { PhaseKind } from './phase-kinds.js';
 import type { Recovery } from './recovery.js';
 
+export interface LatenessSplit {
+  p50: number;
+  p99: number;
+}
+
 export interface PhaseRecord {
   kind: PhaseKind;
   fromMs: number;
@@ -10,6 +15,12 @@ export interface PhaseRecord {
   effectsPerSecond: number;
   /** Effect start − due time, ms, effects started in this phase (early ones counted apart). */
   lateness: { p50: number; p99: number; p9999: number; max: number } | null;
+  /**
+   * The same, p50 and p99, of tasks due at once (`now`: scheduled, learnt of
+   * and claimed) and of tasks due a second or more after they were
+   * scheduled (`ahead`: fired from a wheel). Absent in runs before it.
+   */
+  latenessByDue?: { now: LatenessSplit | null; ahead: LatenessSplit | null };
   early: number;
   depth: { max: number; end: number };
   /** Dead tuples summed over the system's tables: the most sampled and at the end. */

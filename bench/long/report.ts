@@ -4,6 +4,7 @@
  */
 import type { LongOptions } from './options.js';
 import type { PlotName } from './plots.js';
+import type { LatenessSplit } from './phase-record.js';
 import type { SystemRecord } from './run-system.js';
 
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1);
@@ -59,6 +60,29 @@ function summary(systems: SystemRecord[]): string[] {
   return lines;
 }
 
+/** Lateness split by how tasks were due (runs that measured it). */
+function byDue(systems: SystemRecord[]): string[] {
+  const split = (l: LatenessSplit | null) => (l ? `${l.p50} / ${l.p99}` : '–');
+  const rows = systems.flatMap((s) =>
+    s.phases.flatMap((p) =>
+      p.latenessByDue
+        ? [
+            `| ${s.system} | ${p.kind} | ${split(p.latenessByDue.now)} | ${split(p.latenessByDue.ahead)} |`,
+          ]
+        : [],
+    ),
+  );
+  if (rows.length === 0) return [];
+  return [
+    '',
+    "Lateness by how a task was due, p50 / p99 ms: due at once (scheduled, learnt of, claimed) and due a second or more after it was scheduled (fired from a wheel, or its peer's poll):",
+    '',
+    '| system | phase | due at once | due ≥ 1 s later |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+  ];
+}
+
 export function markdown(
   o: LongOptions,
   systems: SystemRecord[],
@@ -91,6 +115,7 @@ export function markdown(
           `${p.processes.map((x) => x.rssMb).join(', ')} | ${p.events.join('; ')} |`,
       );
     }
+  lines.push(...byDue(systems));
   lines.push(...summary(systems));
   lines.push(
     '',

@@ -324,11 +324,16 @@ export async function runSystem(
       early: number;
       q: number[] | null;
       max: number | null;
+      q_now: number[] | null;
+      q_ahead: number[] | null;
     }>(url, PHASE_FIGURES, [
       phases.map((_, i) => String(i)),
       phases.map((p) => p.fromMs),
       phases.map((p) => p.toMs),
+      o.nowShare,
+      o.aheadSeconds * 1000,
     ]);
+    const split = (q: number[] | null) => q && { p50: round(q[0], 1), p99: round(q[1], 1) };
     for (const f of figures) {
       const p = phases[Number(f.name)];
       p.early = f.early;
@@ -340,6 +345,7 @@ export async function runSystem(
             max: round(Number(f.max), 1),
           }
         : null;
+      p.latenessByDue = { now: split(f.q_now), ahead: split(f.q_ahead) };
     }
     const [check] = await once<{
       duplicates: number;
