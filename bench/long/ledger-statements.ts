@@ -1,3 +1,5 @@
+import { AHEAD_FACTOR, LATER_FACTOR } from './producer.js';
+
 /**
  * The ledger: one row per effect, written by the handler (for this project in
  * the claim's transaction), with no unique constraint so a second effect of a
@@ -37,13 +39,13 @@ export const PHASE_FIGURES = `
          percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY x.lateness)
            FILTER (WHERE NOT x.later) AS q_now,
          percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY x.lateness)
-           FILTER (WHERE x.later AND (l.task_id * 104729) % $5::bigint >= 1000) AS q_ahead
+           FILTER (WHERE x.later AND (l.task_id * ${AHEAD_FACTOR}) % $5::bigint >= 1000) AS q_ahead
   FROM unnest($1::text[], $2::float8[], $3::float8[]) AS p(name, from_ms, to_ms)
   LEFT JOIN bench_ledger l
     ON l.started_at >= to_timestamp(p.from_ms / 1000) AND l.started_at < to_timestamp(p.to_ms / 1000)
   LEFT JOIN LATERAL (
     SELECT greatest(0, extract(epoch FROM l.started_at - l.due_at) * 1000) AS lateness,
-           (l.task_id * 7919) % 1000 >= $4::float8 * 1000 AS later
+           (l.task_id * ${LATER_FACTOR}) % 1000 >= $4::float8 * 1000 AS later
   ) x ON l.task_id IS NOT NULL
   GROUP BY p.name`;
 

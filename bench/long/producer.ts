@@ -16,6 +16,13 @@ export interface ProducerPacing {
   batchMax: number;
 }
 
+/**
+ * The id rule (Producer.task): whether a task is due later, and how far
+ * ahead; the ledger's SQL reads the same rule back (PHASE_FIGURES).
+ */
+export const LATER_FACTOR = 7919;
+export const AHEAD_FACTOR = 104729;
+
 const DEFAULT_PACING: ProducerPacing = { tickMs: 10, batchMax: 128 };
 
 export interface ProducerCounts {
@@ -84,8 +91,8 @@ export class Producer {
 
   /** Due now for `nowShare` of the ids, else spread over the next `aheadMs` (deterministic by id). */
   private task(id: number, now: number): LongTask {
-    const later = (id * 7919) % 1000 >= this.nowShare * 1000;
-    return { id, dueMs: later ? now + 1 + ((id * 104729) % this.aheadMs) : now };
+    const later = (id * LATER_FACTOR) % 1000 >= this.nowShare * 1000;
+    return { id, dueMs: later ? now + 1 + ((id * AHEAD_FACTOR) % this.aheadMs) : now };
   }
 
   private async loop(): Promise<void> {
