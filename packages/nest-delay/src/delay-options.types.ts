@@ -63,6 +63,14 @@ export interface DelayModuleOptions {
   concurrency?: number;
   /** Most tasks claimed in one transaction (default 50). */
   batchSize?: number;
+  /**
+   * Handlers of one claim that run at once (default 8; 1: one after another).
+   * Their statements on the claim's transaction take turns, a handler's from
+   * its first statement until it returns, so the transaction sees them as if
+   * they ran one after another; what they do before their first statement
+   * (an HTTP call) overlaps.
+   */
+  handlersPerClaim?: number;
   /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
   lease?: Duration;
   /** How many tasks one loader query leases (default 5000). */
@@ -107,6 +115,7 @@ export interface ResolvedDelayOptions {
   windowMs: number;
   concurrency: number | undefined;
   batchSize: number;
+  handlersPerClaim: number;
   leaseMs: number;
   heartbeatMs: number;
   loadPageSize: number;

@@ -86,6 +86,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
         ? undefined
         : positiveInteger(options.concurrency, 'concurrency', 1),
     batchSize: positiveInteger(options.batchSize, 'batchSize', 50),
+    handlersPerClaim: positiveInteger(options.handlersPerClaim, 'handlersPerClaim', 8),
     leaseMs,
     // Three heartbeats per lease: one lost or late beat does not cost the lease.
     heartbeatMs: Math.max(250, Math.floor(leaseMs / 3)),

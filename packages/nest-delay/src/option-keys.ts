@@ -17,6 +17,7 @@ const MODULE_KEYS = Object.keys({
   window: 1,
   concurrency: 1,
   batchSize: 1,
+  handlersPerClaim: 1,
   lease: 1,
   loadPageSize: 1,
   retry: 1,

@@ -22,6 +22,7 @@ import {
 import type { DelayContext } from '../runtime/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './handler-deadline.js';
+import { HandlerTurns } from './handler-turns.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
 import type { BatchResult, ClaimParams } from './claim-params.js';
 
@@ -199,6 +200,8 @@ export class ClaimBatch {
     plan: ClaimParams,
     spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
+    const together = Math.min(this.ctx.options.handlersPerClaim, claimed.length);
+    if (together > 1) return this.runTogether(connection, claimed, plan, spans, together);
     const fates: Fate[] = [];
     const { nowMs } = plan;
     const now = new Date(nowMs);
@@ -213,6 +216,80 @@ export class ClaimBatch {
         return new Redo(new Map([[row.id, fate]]));
       }
       fates.push(fate);
+    }
+    return fates;
+  }
+
+  /**
+   * The optimistic pass with up to `together` handlers running at once
+   * (handlersPerClaim), started in due order, their statements taking turns
+   * (HandlerTurns): the transaction sees them one after another. Fates are
+   * written once every handler has returned. After a failure no more start,
+   * and the batch runs again fenced, knowing the failures that were the
+   * handlers' own: not those of batch-mates refused the turn after one left
+   * the transaction aborted (that one fails, whatever it returned).
+   */
+  private async runTogether(
+    connection: ClaimConnection,
+    claimed: ClaimRow[],
+    plan: ClaimParams,
+    spans: PassSpans | undefined,
+    together: number,
+  ): Promise<Fate[] | Redo> {
+    const turns = new HandlerTurns(
+      claimed.map((row) => row.id),
+      () => connection.aborted(),
+    );
+    const fates: Fate[] = [];
+    let failed = false;
+    let cutOff = false;
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < claimed.length && !failed && !cutOff) {
+        const index = next++;
+        try {
+          fates[index] = await this.attempts.run(
+            connection,
+            claimed[index],
+            plan.nowMs,
+            spans,
+            plan.onStart,
+            turns,
+          );
+        } catch (error) {
+          // Cut off: the claim ends, and no handler may start on its connection.
+          cutOff = true;
+          throw error;
+        }
+        if (undoes(fates[index])) failed = true;
+      }
+    };
+    connection.gate(turns);
+    try {
+      await Promise.all(Array.from({ length: together }, lane));
+      await turns.settled();
+    } finally {
+      connection.gate(undefined);
+    }
+    const known = new Map<TaskId, Fate>();
+    for (const fate of fates)
+      if (fate && undoes(fate) && !turns.refused.has(fate.row.id)) known.set(fate.row.id, fate);
+    const aborter = claimed.find((row) => row.id === turns.abortedBy);
+    if (aborter && !known.has(aborter.id)) {
+      const error = new Error('a statement it ran failed, and it returned without rolling back');
+      known.set(aborter.id, fail(aborter, leftAborted(error), plan.nowMs, this.rules));
+    }
+    if (known.size > 0 || turns.abortedBy !== undefined) return new Redo(known);
+    const now = new Date(plan.nowMs);
+    for (const [index, fate] of fates.entries()) {
+      try {
+        await within(spans, fate.row.id, () => writeFate(connection.sql, fate, now));
+      } catch (error) {
+        // Its fate could not be written: it left the transaction aborted.
+        const aborted = fail(fate.row, leftAborted(error), plan.nowMs, this.rules);
+        fates[index] = aborted;
+        return new Redo(new Map([[fate.row.id, aborted]]));
+      }
     }
     return fates;
   }

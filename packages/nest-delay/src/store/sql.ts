@@ -157,11 +157,27 @@ export interface ClaimConnection {
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
+   * Every statement sent on this connection from now on, by the engine or
+   * a handler (through its manager), goes through `gate`; undefined ends that.
+   */
+  gate(gate: QueryGate | undefined): void;
+  /**
+   * Whether the transaction is aborted (a statement failed and was not
+   * rolled back to a savepoint): a probe sent past any gate, after what the
+   * connection is running. True as well when the connection is broken.
+   */
+  aborted(): Promise<boolean>;
+  /**
    * Destroys the connection now, whatever it is doing: the server rolls its
    * transaction back, exactly as a crash would. For handlers that will not return.
    */
   cutOff(): void;
   release(): Promise<void>;
+}
+
+/** Decides when a statement on a claim's connection is sent (see HandlerTurns). */
+export interface QueryGate {
+  pass<T>(send: () => Promise<T>): Promise<T>;
 }
 
 /** SQLSTATE 25P02: a statement earlier in the transaction failed; nothing more runs but ROLLBACK. */
@@ -213,6 +229,51 @@ function limits(backstopMs: number): string {
   const ms = `'${Math.min(2 ** 31 - 1, Math.max(1, Math.round(backstopMs)))}'`;
   return `SELECT set_config('statement_timeout', ${ms}, true),
     set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
+}
+
+/**
+ * Puts `gate` in front of the client's `query` (an own property over pg's
+ * method, deleted again with undefined). A callback's statement is gated
+ * too; a submittable (a cursor) is sent at once: nothing here sends one.
+ */
+function gateQueries(client: PgClient, gate: QueryGate | undefined): void {
+  const target = client as unknown as { query: (...args: unknown[]) => unknown };
+  if (!gate) {
+    delete (target as Partial<typeof target>).query;
+    return;
+  }
+  const send = Object.getPrototypeOf(client).query as (...args: unknown[]) => Promise<unknown>;
+  target.query = (...args: unknown[]) => {
+    const first = args[0] as { submit?: unknown } | undefined;
+    if (typeof first?.submit === 'function') return send.apply(client, args);
+    const last = args[args.length - 1];
+    if (typeof last !== 'function') return gate.pass(() => send.apply(client, args));
+    const callback = last as (error: unknown, result?: unknown) => void;
+    gate
+      .pass(() => send.apply(client, args.slice(0, -1)))
+      .then(
+        (result) => callback(null, result),
+        (error: unknown) => callback(error),
+      );
+    return undefined;
+  };
+}
+
+/**
+ * TypeORM's nested transactions name their savepoints by the runner's
+ * depth, read before the SAVEPOINT is sent: a handler must have its turn
+ * before it reads it, or two handlers' savepoints would share a name.
+ */
+function gateTransactions(runner: QueryRunner, gate: QueryGate | undefined): void {
+  const target = runner as unknown as Record<string, unknown>;
+  for (const name of ['startTransaction', 'commitTransaction', 'rollbackTransaction']) {
+    if (!gate) {
+      delete target[name];
+      continue;
+    }
+    const own = Object.getPrototypeOf(runner)[name] as (...args: unknown[]) => Promise<unknown>;
+    target[name] = (...args: unknown[]) => gate.pass(() => own.apply(runner, args));
+  }
 }
 
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
@@ -318,6 +379,20 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await script(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     },
     literal,
+    async aborted() {
+      const send = Object.getPrototypeOf(client).query as (
+        text: string,
+        params: undefined,
+      ) => Promise<unknown>;
+      return send.call(client, 'SELECT 1', undefined).then(
+        () => false,
+        () => true,
+      );
+    },
+    gate(gate) {
+      gateQueries(client, gate);
+      gateTransactions(runner, gate);
+    },
     cutOff() {
       if (runner.isReleased) return;
       // Closing the client ends the server session (its transaction rolls
