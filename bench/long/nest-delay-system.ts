@@ -45,7 +45,13 @@ export function createNestDelaySystem(settings: LongSystemSettings): LongSystem 
         extra: { max: 10, application_name: `long-sut-${settings.instance}` },
         retryAttempts: 0,
       }),
-      DelayModule.forRoot({ concurrency: settings.workers }),
+      DelayModule.forRoot({
+        concurrency: settings.workers,
+        // BENCH_HANDLERS_PER_CLAIM=1: a claim's handlers one after another, in the same build.
+        ...(process.env.BENCH_HANDLERS_PER_CLAIM
+          ? { handlersPerClaim: Number(process.env.BENCH_HANDLERS_PER_CLAIM) }
+          : {}),
+      }),
     ],
     providers: [LongHandlers],
   })
