@@ -37,16 +37,30 @@ class AtOnceHandlers {
   }
 
   /**
-   * Reads how many marks there are, waits, then writes that count: run one
-   * after another each sees the marks before it, so no two write the same.
+   * Waits, reads how many marks there are, waits, then writes that count:
+   * run one after another each sees the marks before it, so no two write
+   * the same.
    */
   @DelayedTaskHandler('at-once.read-then-write')
   async readThenWrite(_payload: unknown, { manager, task }: TaskContext) {
     overlap.enter();
     try {
+      await sleep(5);
       const [{ n }] = await manager.query(`SELECT count(*)::int AS n FROM at_once_mark`);
       await sleep(10);
       await manager.query(`INSERT INTO at_once_mark (task_id, seen) VALUES ($1, $2)`, [task.id, n]);
+    } finally {
+      overlap.leave();
+    }
+  }
+
+  /** Goes straight to its statements: nothing of it would overlap. */
+  @DelayedTaskHandler('at-once.db-first')
+  async dbFirst(_payload: unknown, { manager, task }: TaskContext) {
+    overlap.enter();
+    try {
+      await manager.query(`INSERT INTO at_once_mark (task_id, seen) VALUES ($1, 0)`, [task.id]);
+      await sleep(5);
     } finally {
       overlap.leave();
     }
@@ -62,16 +76,18 @@ class AtOnceHandlers {
     });
   }
 
-  /** Holds its turn for a while: its batch-mates wait for it. */
+  /** Holds its turn for a while (`holdMs`): its batch-mates wait for it. */
   @DelayedTaskHandler('at-once.holds-turn')
-  async holdsTurn(_payload: unknown, { manager, task }: TaskContext) {
+  async holdsTurn(payload: { holdMs: number }, { manager, task }: TaskContext) {
+    await sleep(5);
     await manager.query(`INSERT INTO at_once_mark (task_id, seen) VALUES ($1, 0)`, [task.id]);
-    await sleep(2500);
+    await sleep(payload.holdMs);
   }
 
   /** Its timeout and grace (1 s each) are shorter than the wait for its turn. */
   @DelayedTaskHandler('at-once.short-timeout', { timeout: '1s', maxAttempts: 1 })
   async shortTimeout(_payload: unknown, { manager, task }: TaskContext) {
+    await sleep(5);
     await manager.query(`INSERT INTO at_once_mark (task_id, seen) VALUES ($1, 0)`, [task.id]);
   }
 }
@@ -103,7 +119,22 @@ describe.each([
   const marks = async () =>
     t.query<{ task_id: string; seen: number }>(`SELECT * FROM at_once_mark ORDER BY seen`);
 
+  /**
+   * Runs one task of each type alone first: a type not seen yet runs one
+   * after another, where the engine learns whether its handlers wait before
+   * their first statement.
+   */
+  async function learn(...tasks: Array<{ type: string; payload?: unknown }>): Promise<void> {
+    for (const task of tasks) {
+      await t.delay.schedule({ ...task, delay: 0 });
+      await t.tester.runDue();
+    }
+    await t.query(`DELETE FROM at_once_mark`);
+    overlap.most = 0;
+  }
+
   it(`runs a claim's handlers ${together ? 'at once' : 'one after another'}, each once`, async () => {
+    await learn({ type: 'at-once.waits-first' });
     const tasks = await t.delay.scheduleMany(
       Array.from({ length: 8 }, () => ({ type: 'at-once.waits-first', delay: 0 })),
     );
@@ -117,6 +148,7 @@ describe.each([
   });
 
   it('lets each handler see the writes of those before it, as one after another', async () => {
+    await learn({ type: 'at-once.read-then-write' });
     await t.delay.scheduleMany(
       Array.from({ length: 8 }, () => ({ type: 'at-once.read-then-write', delay: 0 })),
     );
@@ -126,9 +158,21 @@ describe.each([
     if (together) expect(overlap.most).toBeGreaterThan(1);
   });
 
-  it("keeps each handler's nested transactions to itself: every one commits at its first attempt", async () => {
+  it('runs handlers that go straight to their statements one after another: nothing would overlap', async () => {
+    await learn({ type: 'at-once.db-first' });
     const tasks = await t.delay.scheduleMany(
-      [20, 0, 10, 0, 5, 15].map((waitMs) => ({
+      Array.from({ length: 8 }, () => ({ type: 'at-once.db-first', delay: 0 })),
+    );
+    const report = await t.tester.runDue();
+    expect(report.byType['at-once.db-first']).toMatchObject({ executed: 8, failed: 0 });
+    expect(await marks()).toHaveLength(tasks.length);
+    expect(overlap.most).toBe(1);
+  });
+
+  it("keeps each handler's nested transactions to itself: every one commits at its first attempt", async () => {
+    await learn({ type: 'at-once.nested', payload: { waitMs: 5 } });
+    const tasks = await t.delay.scheduleMany(
+      [20, 1, 10, 2, 5, 15].map((waitMs) => ({
         type: 'at-once.nested',
         payload: { waitMs },
         delay: 0,
@@ -142,7 +186,15 @@ describe.each([
   });
 
   it('does not count the time a handler waits for its turn against its timeout', async () => {
-    const holder = await t.delay.schedule({ type: 'at-once.holds-turn', delay: 0 });
+    await learn(
+      { type: 'at-once.holds-turn', payload: { holdMs: 0 } },
+      { type: 'at-once.short-timeout' },
+    );
+    const holder = await t.delay.schedule({
+      type: 'at-once.holds-turn',
+      payload: { holdMs: 2500 },
+      delay: 0,
+    });
     const waiter = await t.delay.schedule({ type: 'at-once.short-timeout', delay: 0 });
     const report = await t.tester.runDue();
     expect(report).toMatchObject({ executed: 2, failed: 0 });

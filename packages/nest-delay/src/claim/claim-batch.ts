@@ -23,6 +23,8 @@ import type { DelayContext } from '../runtime/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './handler-deadline.js';
 import { HandlerTurns } from './handler-turns.js';
+import { LeadWatch } from './lead-watch.js';
+import { OverlapGauge } from './overlap-gauge.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
 import type { BatchResult, ClaimParams } from './claim-params.js';
 
@@ -50,6 +52,8 @@ class Redo {
 export class ClaimBatch {
   private readonly rules: TransitionRules;
   private readonly attempts: AttemptRunner;
+  /** Which types' handlers gain from running together. */
+  private readonly overlap = new OverlapGauge();
 
   constructor(
     private readonly ctx: DelayContext,
@@ -201,12 +205,34 @@ export class ClaimBatch {
     spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
     const together = Math.min(this.ctx.options.handlersPerClaim, claimed.length);
-    if (together > 1) return this.runTogether(connection, claimed, plan, spans, together);
+    if (together > 1 && this.overlap.together(typesOf(claimed)))
+      return this.runTogether(connection, claimed, plan, spans, together);
+    // One after another: each handler's lead is noted, alone (OverlapGauge).
+    const watch = this.ctx.options.handlersPerClaim > 1 ? new LeadWatch() : undefined;
+    connection.gate(watch);
+    try {
+      return await this.runInTurn(connection, claimed, plan, spans, watch);
+    } finally {
+      connection.gate(undefined);
+    }
+  }
+
+  private async runInTurn(
+    connection: ClaimConnection,
+    claimed: ClaimRow[],
+    plan: ClaimParams,
+    spans: PassSpans | undefined,
+    watch: LeadWatch | undefined,
+  ): Promise<Fate[] | Redo> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
+      watch?.started(row.id);
+      const startedAt = watch && performance.now();
       let fate = await this.attempt(connection, row, plan, spans);
+      if (startedAt !== undefined)
+        this.overlap.lead(row.type, watch!.lead ?? performance.now() - startedAt);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -247,10 +273,13 @@ export class ClaimBatch {
     const lane = async (): Promise<void> => {
       while (next < claimed.length && !failed && !cutOff) {
         const index = next++;
+        const row = claimed[index];
+        turns.started(row.id);
+        const startedAt = performance.now();
         try {
           fates[index] = await this.attempts.run(
             connection,
-            claimed[index],
+            row,
             plan.nowMs,
             spans,
             plan.onStart,
@@ -261,6 +290,7 @@ export class ClaimBatch {
           cutOff = true;
           throw error;
         }
+        this.overlap.lead(row.type, turns.leadOf(row.id) ?? performance.now() - startedAt);
         if (undoes(fates[index])) failed = true;
       }
     };
@@ -426,6 +456,10 @@ interface RowSource {
   next(): ClaimRow | undefined;
   probe?: string;
   stopBefore?(row: ClaimRow): void;
+}
+
+function typesOf(rows: ClaimRow[]): Set<string> {
+  return new Set(rows.map((row) => row.type));
 }
 
 /** A failed attempt's writes are undone before its fate is written. */

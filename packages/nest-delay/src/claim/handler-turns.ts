@@ -32,6 +32,9 @@ export class HandlerTurns implements QueryGate {
   readonly refused = new Set<TaskId>();
   private readonly ids: Set<TaskId>;
   private readonly returned = new Set<TaskId>();
+  /** When each handler started, then how long it ran before its first statement (its lead). */
+  private readonly startedAt = new Map<TaskId, number>();
+  private readonly leads = new Map<TaskId, number>();
   /** Time each handler spent waiting for its turn, and when its current wait began. */
   private readonly waitedMs = new Map<TaskId, number>();
   private readonly waitingSince = new Map<TaskId, number>();
@@ -63,11 +66,25 @@ export class HandlerTurns implements QueryGate {
     return this.aborter;
   }
 
+  /** The attempt of `id` starts now (its lead is counted from here). */
+  started(id: TaskId): void {
+    this.startedAt.set(id, performance.now());
+  }
+
+  /** How long the handler of `id` ran before its first statement; undefined if it sent none. */
+  leadOf(id: TaskId): number | undefined {
+    return this.leads.get(id);
+  }
+
   /** Sends a statement (`send`) when its owner has the turn. */
   pass<T>(send: () => Promise<T>): Promise<T> {
     const id = currentTask()?.id;
     const owner: Owner =
       id !== undefined && this.ids.has(id) && !this.returned.has(id) ? id : Symbol('statement');
+    if (typeof owner === 'string' && !this.leads.has(owner)) {
+      const startedAt = this.startedAt.get(owner);
+      if (startedAt !== undefined) this.leads.set(owner, performance.now() - startedAt);
+    }
     if (this.aborter !== undefined) return this.refuse(owner);
     if (this.holder === undefined) this.holder = owner;
     if (this.holder === owner) return this.run(send);

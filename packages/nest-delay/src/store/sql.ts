@@ -231,25 +231,37 @@ function limits(backstopMs: number): string {
     set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
 }
 
+/** The gate each pooled client's statements go through now, if any (see gateQueries). */
+const GATES = new WeakMap<object, QueryGate>();
+const GATED_CLIENTS = new WeakSet<object>();
+
 /**
- * Puts `gate` in front of the client's `query` (an own property over pg's
- * method, deleted again with undefined). A callback's statement is gated
- * too; a submittable (a cursor) is sent at once: nothing here sends one.
+ * Puts `gate` in front of the client's `query` (undefined: none). The
+ * client keeps the wrapper once it has one (an own property over pg's
+ * method, which then looks its gate up): deleting it again would turn the
+ * client's properties into a dictionary, slower for every later statement.
+ * A callback's statement is gated too; a submittable (a cursor) is sent at
+ * once: nothing here sends one.
  */
 function gateQueries(client: PgClient, gate: QueryGate | undefined): void {
-  const target = client as unknown as { query: (...args: unknown[]) => unknown };
   if (!gate) {
-    delete (target as Partial<typeof target>).query;
+    GATES.delete(client);
     return;
   }
+  GATES.set(client, gate);
+  if (GATED_CLIENTS.has(client)) return;
+  GATED_CLIENTS.add(client);
   const send = Object.getPrototypeOf(client).query as (...args: unknown[]) => Promise<unknown>;
-  target.query = (...args: unknown[]) => {
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (
+    ...args: unknown[]
+  ) => {
+    const current = GATES.get(client);
     const first = args[0] as { submit?: unknown } | undefined;
-    if (typeof first?.submit === 'function') return send.apply(client, args);
+    if (!current || typeof first?.submit === 'function') return send.apply(client, args);
     const last = args[args.length - 1];
-    if (typeof last !== 'function') return gate.pass(() => send.apply(client, args));
+    if (typeof last !== 'function') return current.pass(() => send.apply(client, args));
     const callback = last as (error: unknown, result?: unknown) => void;
-    gate
+    current
       .pass(() => send.apply(client, args.slice(0, -1)))
       .then(
         (result) => callback(null, result),
@@ -262,17 +274,17 @@ function gateQueries(client: PgClient, gate: QueryGate | undefined): void {
 /**
  * TypeORM's nested transactions name their savepoints by the runner's
  * depth, read before the SAVEPOINT is sent: a handler must have its turn
- * before it reads it, or two handlers' savepoints would share a name.
+ * before it reads it, or two handlers' savepoints would share a name. The
+ * runner is the claim's own: wrapped for its life, each call asking `gate()`.
  */
-function gateTransactions(runner: QueryRunner, gate: QueryGate | undefined): void {
+function gateTransactions(runner: QueryRunner, gate: () => QueryGate | undefined): void {
   const target = runner as unknown as Record<string, unknown>;
   for (const name of ['startTransaction', 'commitTransaction', 'rollbackTransaction']) {
-    if (!gate) {
-      delete target[name];
-      continue;
-    }
     const own = Object.getPrototypeOf(runner)[name] as (...args: unknown[]) => Promise<unknown>;
-    target[name] = (...args: unknown[]) => gate.pass(() => own.apply(runner, args));
+    target[name] = (...args: unknown[]) => {
+      const current = gate();
+      return current ? current.pass(() => own.apply(runner, args)) : own.apply(runner, args);
+    };
   }
 }
 
@@ -293,6 +305,9 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
+  /** What this connection's statements go through now (see `gate`). */
+  let gate: QueryGate | undefined;
+  let transactionsGated = false;
   const begun = async (): Promise<void> => {
     setTransactionBooks(runner, true, 1);
     await broadcast(runner, 'AfterTransactionStart');
@@ -389,9 +404,13 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
         () => true,
       );
     },
-    gate(gate) {
-      gateQueries(client, gate);
-      gateTransactions(runner, gate);
+    gate(next) {
+      if (next && !transactionsGated) {
+        transactionsGated = true;
+        gateTransactions(runner, () => gate);
+      }
+      gate = next;
+      gateQueries(client, next);
     },
     cutOff() {
       if (runner.isReleased) return;
