@@ -64,11 +64,12 @@ export interface DelayModuleOptions {
   /** Most tasks claimed in one transaction (default 50). */
   batchSize?: number;
   /**
-   * Handlers of one claim that run at once (default 8; 1: one after another).
-   * Their statements on the claim's transaction take turns, a handler's from
-   * its first statement until it returns, so the transaction sees them as if
-   * they ran one after another; what they do before their first statement
-   * (an HTTP call) overlaps.
+   * Handlers of one claim that run at once (default 8; 1: one after
+   * another), when its types' handlers wait before their first statement
+   * (an HTTP call; learnt per type as they run). Their statements on the
+   * claim's transaction take turns, a handler's from its first statement
+   * until it returns, so the transaction sees them as if they ran one after
+   * another; what they do before their first statement overlaps.
    */
   handlersPerClaim?: number;
   /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
