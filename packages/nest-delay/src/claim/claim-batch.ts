@@ -229,10 +229,8 @@ export class ClaimBatch {
     const now = new Date(nowMs);
     for (const row of claimed) {
       watch?.started(row.id);
-      const startedAt = watch && performance.now();
       let fate = await this.attempt(connection, row, plan, spans);
-      if (startedAt !== undefined)
-        this.overlap.lead(row.type, watch!.lead ?? performance.now() - startedAt);
+      if (watch) this.overlap.lead(row.type, watch.lead);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -275,7 +273,6 @@ export class ClaimBatch {
         const index = next++;
         const row = claimed[index];
         turns.started(row.id);
-        const startedAt = performance.now();
         try {
           fates[index] = await this.attempts.run(
             connection,
@@ -290,7 +287,7 @@ export class ClaimBatch {
           cutOff = true;
           throw error;
         }
-        this.overlap.lead(row.type, turns.leadOf(row.id) ?? performance.now() - startedAt);
+        this.overlap.lead(row.type, turns.leadOf(row.id));
         if (undoes(fates[index])) failed = true;
       }
     };

@@ -7,8 +7,8 @@
  * then costs a burst CPU for nothing (about an eighth more a task,
  * bench/HISTORY.md): such a claim runs its handlers one after another, as
  * it would with `handlersPerClaim: 1`. The transaction sees the same either
- * way. Learnt from every optimistic pass (the lead: from a handler's start
- * to its first statement, or to its end if it sent none), so a type whose
+ * way. Learnt from every optimistic pass (the lead, lead-time.ts: how long
+ * a handler waited on the event loop before its first statement), so a type whose
  * handlers change what they do first is followed; a type not seen yet runs
  * one after another, where its lead is measured alone. Times are passed in.
  */
@@ -29,10 +29,9 @@ export class OverlapGauge {
 }
 
 /**
- * A lead below this gains nothing worth the turns: a handler that goes
- * straight to its statement reaches it in tens of microseconds (run
- * together, a lead also counts its batch-mates' starts); an outside call
- * or a timer takes a millisecond or more.
+ * A lead below this gains nothing worth the turns. A handler that goes
+ * straight to its statement leads by 0 (lead-time.ts); an outside call or a
+ * timer takes a millisecond or more.
  */
 const OVERLAP_MIN_MS = 0.25;
 /** Weight of the newest lead in the moving average: about the last five count. */
