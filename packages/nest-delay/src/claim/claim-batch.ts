@@ -211,13 +211,13 @@ export class ClaimBatch {
     const watch = this.ctx.options.handlersPerClaim > 1 ? new LeadWatch() : undefined;
     connection.gate(watch);
     try {
-      return await this.runInTurn(connection, claimed, plan, spans, watch);
+      return await this.runOneAfterAnother(connection, claimed, plan, spans, watch);
     } finally {
       connection.gate(undefined);
     }
   }
 
-  private async runInTurn(
+  private async runOneAfterAnother(
     connection: ClaimConnection,
     claimed: ClaimRow[],
     plan: ClaimParams,
