@@ -228,9 +228,9 @@ export class ClaimBatch {
     const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
-      watch?.started(row.id);
+      watch?.leads.started(row.id);
       let fate = await this.attempt(connection, row, plan, spans);
-      if (watch) this.overlap.lead(row.type, watch.lead);
+      if (watch) this.overlap.lead(row.type, watch.leads.of(row.id));
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -272,7 +272,7 @@ export class ClaimBatch {
       while (next < claimed.length && !failed && !cutOff) {
         const index = next++;
         const row = claimed[index];
-        turns.started(row.id);
+        turns.leads.started(row.id);
         try {
           fates[index] = await this.attempts.run(
             connection,
@@ -287,7 +287,7 @@ export class ClaimBatch {
           cutOff = true;
           throw error;
         }
-        this.overlap.lead(row.type, turns.leadOf(row.id));
+        this.overlap.lead(row.type, turns.leads.of(row.id));
         if (undoes(fates[index])) failed = true;
       }
     };

@@ -1,7 +1,7 @@
 import { currentTask } from '../observer/task-scope.js';
 import type { QueryGate } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
-import { leadSince, leadStart, type LeadStart } from './lead-time.js';
+import { Leads } from './lead-time.js';
 
 /** A statement sent by no handler of the claim (the engine's own): it holds the turn while it runs. */
 type Owner = TaskId | symbol;
@@ -33,9 +33,8 @@ export class HandlerTurns implements QueryGate {
   readonly refused = new Set<TaskId>();
   private readonly ids: Set<TaskId>;
   private readonly returned = new Set<TaskId>();
-  /** When each handler started, then its lead (lead-time.ts). */
-  private readonly starts = new Map<TaskId, LeadStart>();
-  private readonly leads = new Map<TaskId, number>();
+  /** Each handler's lead (lead-time.ts). */
+  readonly leads = new Leads();
   /** Time each handler spent waiting for its turn, and when its current wait began. */
   private readonly waitedMs = new Map<TaskId, number>();
   private readonly waitingSince = new Map<TaskId, number>();
@@ -67,26 +66,12 @@ export class HandlerTurns implements QueryGate {
     return this.aborter;
   }
 
-  /** The attempt of `id` starts now (its lead is counted from here). */
-  started(id: TaskId): void {
-    this.starts.set(id, leadStart());
-  }
-
-  /** The lead of the handler of `id`: to its first statement, or to now if it sent none. */
-  leadOf(id: TaskId): number {
-    const start = this.starts.get(id);
-    return this.leads.get(id) ?? (start ? leadSince(start) : 0);
-  }
-
   /** Sends a statement (`send`) when its owner has the turn. */
   pass<T>(send: () => Promise<T>): Promise<T> {
     const id = currentTask()?.id;
     const owner: Owner =
       id !== undefined && this.ids.has(id) && !this.returned.has(id) ? id : Symbol('statement');
-    if (typeof owner === 'string' && !this.leads.has(owner)) {
-      const start = this.starts.get(owner);
-      if (start) this.leads.set(owner, leadSince(start));
-    }
+    if (typeof owner === 'string') this.leads.statement(owner);
     if (this.aborter !== undefined) return this.refuse(owner);
     if (this.holder === undefined) this.holder = owner;
     if (this.holder === owner) return this.run(send);

@@ -1,25 +1,32 @@
-import { leadSince, leadStart } from './lead-time.js';
+import { Leads } from './lead-time.js';
 
 describe('a handler lead', () => {
   it('is 0 for one that gets to its statement through promises alone, however long its code takes', async () => {
-    const start = leadStart();
+    const leads = new Leads();
+    leads.started('1');
     const until = performance.now() + 5;
     while (performance.now() < until); // cold code, a busy machine
     for (let i = 0; i < 10; i++) await Promise.resolve();
-    expect(leadSince(start)).toBe(0);
+    leads.statement('1');
+    expect(leads.of('1')).toBe(0);
   });
 
   it('is the time it waited for one that waited on the event loop first', async () => {
-    const start = leadStart();
+    const leads = new Leads();
+    leads.started('1');
     await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(leadSince(start)).toBeGreaterThanOrEqual(4);
+    leads.statement('1');
+    expect(leads.of('1')).toBeGreaterThanOrEqual(4);
   });
 
-  it('tells apart handlers started in the same turn of the loop', async () => {
-    const straight = leadStart();
-    const waiting = leadStart();
-    expect(leadSince(straight)).toBe(0);
+  it('ends at the first statement, and runs to now for a handler that sent none', async () => {
+    const leads = new Leads();
+    leads.started('straight');
+    leads.started('silent');
+    leads.statement('straight');
     await new Promise((resolve) => setTimeout(resolve, 2));
-    expect(leadSince(waiting)).toBeGreaterThan(0);
+    leads.statement('straight');
+    expect(leads.of('straight')).toBe(0);
+    expect(leads.of('silent')).toBeGreaterThan(0);
   });
 });

@@ -1,3 +1,5 @@
+import type { TaskId } from '../task.types.js';
+
 /**
  * A handler's lead: how long it ran before its first statement (or its
  * end, if it sent none), for the OverlapGauge. One that gets there without
@@ -8,17 +10,30 @@
  * Only a handler that waited on the loop (a timer, a socket) leads by the
  * time it waited.
  */
-export interface LeadStart {
-  atMs: number;
-  iteration: number;
+export class Leads {
+  private readonly starts = new Map<TaskId, { atMs: number; iteration: number }>();
+  private readonly leads = new Map<TaskId, number>();
+
+  /** The attempt of `id` starts now. */
+  started(id: TaskId): void {
+    this.starts.set(id, { atMs: performance.now(), iteration: loopIteration() });
+  }
+
+  /** A statement of `id`'s handler is sent now: its first one ends its lead. */
+  statement(id: TaskId): void {
+    if (this.leads.has(id)) return;
+    const start = this.starts.get(id);
+    if (start) this.leads.set(id, leadSince(start));
+  }
+
+  /** The lead of `id`'s handler: to its first statement, or to now if it sent none. */
+  of(id: TaskId): number {
+    const start = this.starts.get(id);
+    return this.leads.get(id) ?? (start ? leadSince(start) : 0);
+  }
 }
 
-export function leadStart(): LeadStart {
-  return { atMs: performance.now(), iteration: loopIteration() };
-}
-
-/** The lead of a handler that started at `start` and got to its first statement (or its end) now. */
-export function leadSince(start: LeadStart): number {
+function leadSince(start: { atMs: number; iteration: number }): number {
   return loopIteration() === start.iteration ? 0 : performance.now() - start.atMs;
 }
 

@@ -8,9 +8,9 @@
  * bench/HISTORY.md): such a claim runs its handlers one after another, as
  * it would with `handlersPerClaim: 1`. The transaction sees the same either
  * way. Learnt from every optimistic pass (the lead, lead-time.ts: how long
- * a handler waited on the event loop before its first statement), so a type whose
- * handlers change what they do first is followed; a type not seen yet runs
- * one after another, where its lead is measured alone. Times are passed in.
+ * a handler waited on the event loop before its first statement), so a type
+ * whose handlers change what they do first is followed; a type not seen yet
+ * runs one after another, where its lead is measured alone.
  */
 export class OverlapGauge {
   private readonly leads = new Map<string, number>();

@@ -275,14 +275,15 @@ function gateQueries(client: PgClient, gate: QueryGate | undefined): void {
  * TypeORM's nested transactions name their savepoints by the runner's
  * depth, read before the SAVEPOINT is sent: a handler must have its turn
  * before it reads it, or two handlers' savepoints would share a name. The
- * runner is the claim's own: wrapped for its life, each call asking `gate()`.
+ * runner is the claim's own: wrapped for its life, each call asking for the
+ * gate its client's statements go through now.
  */
-function gateTransactions(runner: QueryRunner, gate: () => QueryGate | undefined): void {
+function gateTransactions(runner: QueryRunner, client: PgClient): void {
   const target = runner as unknown as Record<string, unknown>;
   for (const name of ['startTransaction', 'commitTransaction', 'rollbackTransaction']) {
     const own = Object.getPrototypeOf(runner)[name] as (...args: unknown[]) => Promise<unknown>;
     target[name] = (...args: unknown[]) => {
-      const current = gate();
+      const current = GATES.get(client);
       return current ? current.pass(() => own.apply(runner, args)) : own.apply(runner, args);
     };
   }
@@ -305,8 +306,6 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
-  /** What this connection's statements go through now (see `gate`). */
-  let gate: QueryGate | undefined;
   let transactionsGated = false;
   const begun = async (): Promise<void> => {
     setTransactionBooks(runner, true, 1);
@@ -404,13 +403,12 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
         () => true,
       );
     },
-    gate(next) {
-      if (next && !transactionsGated) {
+    gate(gate) {
+      if (gate && !transactionsGated) {
         transactionsGated = true;
-        gateTransactions(runner, () => gate);
+        gateTransactions(runner, client);
       }
-      gate = next;
-      gateQueries(client, next);
+      gateQueries(client, gate);
     },
     cutOff() {
       if (runner.isReleased) return;
