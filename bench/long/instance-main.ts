@@ -18,6 +18,7 @@ process.on('disconnect', () => process.exit(0));
 async function create(kind: SystemKind, settings: LongSystemSettings): Promise<LongSystem> {
   if (kind === 'nest-delay')
     return (await import('./nest-delay-system.js')).createNestDelaySystem(settings);
+  if (kind === 'floor') return (await import('./floor-system.js')).createFloorSystem(settings);
   return (await import('./pg-boss-system.js')).createPgBossSystem(settings);
 }
 

@@ -4,7 +4,7 @@
  */
 import { PHASE_KINDS, type PhaseKind } from './phase-kinds.js';
 
-export type SystemKind = 'nest-delay' | 'pg-boss';
+export type SystemKind = 'nest-delay' | 'pg-boss' | 'floor';
 
 export interface LongOptions {
   /** Tasks offered per second in every phase but high-load (1.5×). */
@@ -95,7 +95,7 @@ export function parseOptions(argv: string[]): LongOptions {
         o.phases = listOf('phases', next(), PHASE_KINDS);
         break;
       case '--systems':
-        o.systems = listOf('systems', next(), ['nest-delay', 'pg-boss'] as const);
+        o.systems = listOf('systems', next(), ['nest-delay', 'pg-boss', 'floor'] as const);
         break;
       case '--sample-seconds':
         o.sampleSeconds = positive('sample-seconds', next());

@@ -10,7 +10,10 @@ import type { SystemRecord } from './run-system.js';
 export const PLOTS = ['throughput', 'lateness', 'dead-tuples', 'rss'] as const;
 export type PlotName = (typeof PLOTS)[number];
 
-const SYSTEM_COLOURS = { domain: ['nest-delay', 'pg-boss'], range: ['#4c78a8', '#f58518'] };
+const SYSTEM_COLOURS = {
+  domain: ['nest-delay', 'pg-boss', 'floor'],
+  range: ['#4c78a8', '#f58518', '#54a24b'],
+};
 const X_TITLE = 'seconds since the load started';
 /** Lateness below this is drawn at it: a log scale has no 0. */
 const LATENESS_FLOOR_MS = 1;

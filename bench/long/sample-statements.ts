@@ -1,16 +1,20 @@
+import type { SystemKind } from './options.js';
+
 /** What the driver reads from Postgres while a system runs (cheap: statistics, no table scans but depth). */
 
 /** Tasks due and not yet started, per system (instantaneous queue depth). */
-export const DEPTH: Record<'nest-delay' | 'pg-boss', string> = {
+export const DEPTH: Record<SystemKind, string> = {
   'nest-delay': `SELECT count(*)::int AS n FROM delayed_task
     WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND due_at <= now()`,
   'pg-boss': `SELECT count(*)::int AS n FROM pgboss.job
     WHERE name = 'long' AND state IN ('created', 'retry') AND start_after <= now()`,
+  floor: `SELECT count(*)::int AS n FROM floor_task WHERE executed_at IS NULL AND due_at <= now()`,
 };
 
-export const HOT_TABLE: Record<'nest-delay' | 'pg-boss', string> = {
+export const HOT_TABLE: Record<SystemKind, string> = {
   'nest-delay': 'delayed_task',
   'pg-boss': 'pgboss.job',
+  floor: 'floor_task',
 };
 
 /** Every table the system writes (all but the ledger and TypeORM's migration list). */

@@ -7,6 +7,7 @@
  */
 import type { Instance } from './instance.js';
 import { EFFECTS_IN, LATENESS_WINDOWS } from './ledger-statements.js';
+import type { SystemKind } from './options.js';
 import type { PhaseKind } from './phase-kinds.js';
 import { once } from './pg-client.js';
 import { DEPTH, INDEXES, TABLES } from './sample-statements.js';
@@ -50,7 +51,7 @@ export interface LatenessWindow {
 }
 
 export interface SamplerSource {
-  kind: 'nest-delay' | 'pg-boss';
+  kind: SystemKind;
   url: string;
   clusterUrl: string;
   database: string;

@@ -293,3 +293,22 @@ describe('an instance id that needs quoting', () => {
     expect(rows).toEqual([{ id: instanceId }]);
   });
 });
+
+describe('the notes table', () => {
+  const app = useDelayTestApp();
+
+  it('is unlogged (emptied by crash recovery, as its notes die with the server), its id sequence logged', async () => {
+    const rows = await app.t.query<{ relname: string; relpersistence: string }>(
+      `SELECT relname, relpersistence FROM pg_class
+       WHERE relname IN ('delay_attempt', 'delay_attempt_pkey', 'delay_attempt_task_ids_idx')
+          OR oid = pg_get_serial_sequence('delay_attempt', 'id')::regclass
+       ORDER BY relname`,
+    );
+    expect(rows).toEqual([
+      { relname: 'delay_attempt', relpersistence: 'u' },
+      { relname: 'delay_attempt_id_seq', relpersistence: 'p' },
+      { relname: 'delay_attempt_pkey', relpersistence: 'u' },
+      { relname: 'delay_attempt_task_ids_idx', relpersistence: 'u' },
+    ]);
+  });
+});

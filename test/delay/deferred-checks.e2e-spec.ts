@@ -51,15 +51,19 @@ const app = useDelayTestApp(
 );
 let t: DelayTestApp;
 
-beforeAll(async () => {
-  t = app.t;
-  await t.query(`CREATE TABLE deferred_parent (id int PRIMARY KEY)`);
-  await t.query(
+async function createDeferredTables(on: DelayTestApp): Promise<void> {
+  await on.query(`CREATE TABLE deferred_parent (id int PRIMARY KEY)`);
+  await on.query(
     `CREATE TABLE deferred_child (parent_id int REFERENCES deferred_parent DEFERRABLE INITIALLY DEFERRED)`,
   );
-  await t.query(
+  await on.query(
     `CREATE TABLE deferred_code (code text, CONSTRAINT deferred_code_unique UNIQUE (code) DEFERRABLE INITIALLY DEFERRED)`,
   );
+}
+
+beforeAll(async () => {
+  t = app.t;
+  await createDeferredTables(t);
 });
 
 beforeEach(() => t.quiesce());
@@ -135,5 +139,39 @@ describe('a handler that breaks a deferred constraint', () => {
     expect(dead).toMatchObject({ state: 'dead', attempts: 1 });
     expect(dead!.lastError).toMatch(/deferred_child_parent_id_fkey/);
     expect(await t.effects(mate.id)).toBe(1);
+  });
+});
+
+describe('a deferrable constraint added while the app runs', () => {
+  // A database of its own, with no deferrable constraint when the app starts.
+  const fresh = useDelayTestApp(
+    { concurrency: 1, batchSize: 50 },
+    { modules: [{ module: DeferredModule }] },
+  );
+
+  it('is checked in the first claim that breaks it: that task fails, its batch-mates commit', async () => {
+    const f = fresh.t;
+    // The app's schema has one deferrable key of its own: made immediate in this database.
+    await f.query(
+      `ALTER TABLE order_idempotency_key ALTER CONSTRAINT order_idempotency_key_order_id_fkey NOT DEFERRABLE`,
+    );
+    // A claim reads that the database has no deferrable constraint (claims reuse that answer)…
+    const early = await f.delay.schedule(effectsTask());
+    await f.tester.runDue();
+    expect(await f.effects(early.id)).toBe(1);
+    // …then a migration adds one.
+    await createDeferredTables(f);
+
+    const before = await f.delay.scheduleMany(Array.from({ length: 3 }, effectsTask));
+    const breaker = await f.delay.schedule({ type: 'deferred.breaks-fk', delay: 0 });
+    const after = await f.delay.scheduleMany(Array.from({ length: 3 }, effectsTask));
+    const report = await f.tester.runDue();
+    expect(report.byType['test.effect']).toMatchObject({ executed: 6, failed: 0 });
+    expect(report.byType['deferred.breaks-fk']).toMatchObject({ executed: 0, failed: 1 });
+    for (const mate of [...before, ...after]) expect(await f.effects(mate.id)).toBe(1);
+    const failed = await f.delay.get({ id: breaker.id });
+    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(failed!.lastError).toMatch(/deferred_child_parent_id_fkey/);
+    expect(await f.query(`SELECT * FROM deferred_child`)).toEqual([]);
   });
 });

@@ -2,7 +2,8 @@ import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
+import { readDeferrable, takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
+import type { DeferrableMemo } from './deferrable-memo.js';
 import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
 import { LineClaims } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
@@ -58,6 +59,7 @@ export class ClaimBatch {
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
+    private readonly deferrable: DeferrableMemo,
   ) {
     this.rules = { policy: ctx.policy, backoffOf: (type) => registry.backoffOf(type) };
     this.attempts = new AttemptRunner(ctx, registry, this.rules);
@@ -89,6 +91,13 @@ export class ClaimBatch {
     // The note is still there and still locked: the rollback restored it,
     // and its lock is dropped only after a commit (unlockNoteOnceGone).
     await connection.restart(this.backstopMs);
+    // COMMIT failed with no handler failing: a deferred constraint added
+    // since the last read may be why, and the fenced pass must check it.
+    if (first.failures.size === 0 && plan.deferrable === false) {
+      const deferrable = await readDeferrable(connection.sql);
+      this.deferrable.read(deferrable, performance.now());
+      plan = { ...plan, deferrable };
+    }
     const result = await this.pass(connection, ids, plan, first.failures, spans);
     if (result instanceof Redo) {
       spans?.rolledBack();

@@ -37,10 +37,11 @@ export interface ClaimParams {
   /** Run fenced from the start (a savepoint a task), never optimistically then again. */
   fenced?: boolean;
   /**
-   * The database has deferrable constraints (read with the claim's BEGIN):
-   * each fence checks them for the task before. Without any, it skips the
-   * check (half a fence's cost); one added during the claim fails its COMMIT,
-   * and the claim is retried, as any claim that could not commit.
+   * The database has deferrable constraints (read with a claim's BEGIN,
+   * see DeferrableMemo): each fence checks them for the task before.
+   * Without any, it skips the check (half a fence's cost); one added since
+   * the read fails its COMMIT, and the claim is retried, as any claim that
+   * could not commit, after reading it again.
    */
   deferrable?: boolean;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */

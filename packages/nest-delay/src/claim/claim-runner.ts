@@ -15,6 +15,7 @@ import { recordAttemptAndBegin } from './attempt-statements.js';
 import { NoteIds } from './note-ids.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
+import { DeferrableMemo } from './deferrable-memo.js';
 import { claimInScript, findPendingByIds, readClaimed } from './claim-statements.js';
 import { ExecutionStats } from './execution-stats.js';
 import { HandlerCutOff } from './handler-deadline.js';
@@ -50,6 +51,7 @@ export interface LineClaim {
 export class ClaimRunner {
   readonly notes = new NoteKeeper();
   private readonly noteIds = new NoteIds();
+  private readonly deferrable = new DeferrableMemo();
   readonly stats = new ExecutionStats();
   private readonly batch: ClaimBatch;
   /** Fired ids a claim passed by once and that were put straight back (see recheck). */
@@ -62,7 +64,7 @@ export class ClaimRunner {
     private readonly gate: LimitGate,
     private readonly host: ClaimHost,
   ) {
-    this.batch = new ClaimBatch(ctx, registry);
+    this.batch = new ClaimBatch(ctx, registry, this.deferrable);
   }
 
   /** The time limits are kept in: the database's (null) unless the module runs on a clock of a test's. */
@@ -112,7 +114,8 @@ export class ClaimRunner {
             );
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
-      const { deferrable, claimed } = await recordAttemptAndBegin(
+      const known = this.deferrable.known(performance.now());
+      const begun = await recordAttemptAndBegin(
         connection,
         noteId,
         ctx.options.instanceId,
@@ -120,7 +123,12 @@ export class ClaimRunner {
         now,
         this.batch.backstopMs,
         claim,
+        known === undefined,
       );
+      const { claimed } = begun;
+      const deferrable = known ?? begun.deferrable;
+      if (known === undefined && deferrable !== undefined)
+        this.deferrable.read(deferrable, performance.now());
       started?.();
       result = await this.batch.run(connection, ids, {
         nowMs,
@@ -147,6 +155,8 @@ export class ClaimRunner {
       }
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
+      // A deferred constraint added since the last read may be why it could not commit.
+      this.deferrable.forget();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
       // the closed session has let go of it.
       if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);

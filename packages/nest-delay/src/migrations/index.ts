@@ -12,6 +12,7 @@ import { DelayDeclaredLimits1764760000000 } from './1764760000000-DelayDeclaredL
 import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js';
 import { DelayTaskEvents1764810000000 } from './1764810000000-DelayTaskEvents.js';
 import { DelayAttemptTaskIndex1764820000000 } from './1764820000000-DelayAttemptTaskIndex.js';
+import { DelayAttemptUnlogged1764830000000 } from './1764830000000-DelayAttemptUnlogged.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -36,4 +37,5 @@ export const delayMigrations = [
   DelayTaskEntity1764800000000,
   DelayTaskEvents1764810000000,
   DelayAttemptTaskIndex1764820000000,
+  DelayAttemptUnlogged1764830000000,
 ];
