@@ -107,4 +107,58 @@ describe('ClaimPacing', () => {
     }
     expect(pacing.limit()).toBe(8);
   });
+
+  it('below one claim at a time, widens a gap between launches while starts stay slow: 1, 2, 4, 8 ms at most', () => {
+    const pacing = new ClaimPacing(2);
+    let now = starts(pacing, 0, 30, 1);
+    now = starts(pacing, now, 1, 10);
+    expect(pacing.limit()).toBe(1);
+    expect(pacing.gapMs()).toBe(0);
+    const gaps: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      now = starts(pacing, now, 1, 10);
+      gaps.push(pacing.gapMs());
+    }
+    expect(gaps).toEqual([1, 2, 4, 8, 8, 8]);
+  });
+
+  it('holds a launch for what is left of the gap, and narrows it to none before it gives a claim back', () => {
+    const pacing = new ClaimPacing(2);
+    let now = starts(pacing, 0, 30, 1);
+    now = starts(pacing, now, 3, 10);
+    expect(pacing.limit()).toBe(1);
+    expect(pacing.gapMs()).toBe(2);
+    pacing.launched(now);
+    expect(pacing.waitFor(now + 0.5)).toBe(1.5);
+    expect(pacing.waitFor(now + 2)).toBe(0);
+    // Quick starts again, ids held back for the gap each time.
+    const seen: Array<[number, number]> = [];
+    for (let i = 0; i < 200 && pacing.limit() < 2; i++, now += 60) {
+      pacing.launched(now);
+      // Ids wait for the gap, or, with none, for a second claim (as the dispatcher asks).
+      if (pacing.waitFor(now + 0.1) === 0) pacing.heldBack(now + 0.1);
+      pacing.started(now + 1, 1);
+      const [gap, limit] = [pacing.gapMs(), pacing.limit()];
+      const last = seen[seen.length - 1];
+      if (!last || last[0] !== gap || last[1] !== limit) seen.push([gap, limit]);
+    }
+    // The average start lags: the gap still widens once or twice, then halves to none, then a claim comes back.
+    expect(seen.slice(-6)).toEqual([
+      [8, 1],
+      [4, 1],
+      [2, 1],
+      [1, 1],
+      [0, 1],
+      [0, 2],
+    ]);
+  });
+
+  it('never waits for a gap while more than one claim is allowed', () => {
+    const pacing = new ClaimPacing(8);
+    let now = starts(pacing, 0, 30, 1);
+    now = starts(pacing, now, 3, 10);
+    expect(pacing.limit()).toBeGreaterThan(1);
+    pacing.launched(now);
+    expect(pacing.waitFor(now)).toBe(0);
+  });
 });
