@@ -30,6 +30,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   private _stopped = false;
   private readonly pacing: ClaimPacing;
   private pacingTimer: NodeJS.Timeout | undefined;
+  /** When the pacing's timer fires (performance.now()). */
+  private pacingAt = 0;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly runner: ClaimRunner;
@@ -226,9 +228,18 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     }
   }
 
-  /** Pumps again in `ms`, once however many ask (ids held back by the pacing). */
+  /**
+   * Pumps again in `ms`, once however many ask (ids held back by the
+   * pacing): at the soonest asked for. A launch waiting a few ms for the
+   * pacing's gap must not wait for the 100 ms a held-back claim asked for.
+   */
   private pumpIn(ms: number): void {
-    if (this.pacingTimer) return;
+    const at = performance.now() + ms;
+    if (this.pacingTimer) {
+      if (at >= this.pacingAt) return;
+      clearTimeout(this.pacingTimer);
+    }
+    this.pacingAt = at;
     this.pacingTimer = setTimeout(() => {
       this.pacingTimer = undefined;
       this.pump();
