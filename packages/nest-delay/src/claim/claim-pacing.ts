@@ -20,16 +20,6 @@
  * handlers (an HTTP call) on a quiet database keep every claim; on a
  * struggling one they ease its load too. The first WARM_UP_STARTS starts
  * teach it nothing.
- *
- * Below one claim at a time, a gap: while starts stay slow with one claim
- * in flight, the next launches at least `gap` after the one before (1 ms,
- * doubled at each step, up to MAX_GAP_MS), and the gap halves back to none
- * before a claim is given back. Handlers that wait (a timer, a call) make
- * a claim short, and one claim at a time then still took two or three
- * tasks each: at 2,000 tasks/s on two cores a claim's own cost (its note,
- * statement, commit and JavaScript) was most of the CPU, and the CPU was
- * the queue every step of a task waited in (bench/HISTORY.md, "the full
- * hour after handlers at once"). Ids gather in the gap instead.
  */
 export class ClaimPacing {
   /** Moving average of a start (ms). */
@@ -44,9 +34,6 @@ export class ClaimPacing {
   private starts = 0;
   /** Claims were held back since the last change: one more would have been used. */
   private wanted = false;
-  /** The least time between two batch launches (ms), while one at a time is still too many. */
-  private gap = 0;
-  private lastLaunchAt = -Infinity;
 
   /** `concurrency`: the most batch claims ever allowed at once (the module's option). */
   constructor(private readonly concurrency: number) {}
@@ -54,27 +41,6 @@ export class ClaimPacing {
   /** Batch claims that may run at once. */
   limit(): number {
     return this.current ?? this.concurrency;
-  }
-
-  /** The least time between two batch launches now (ms; 0: none). */
-  gapMs(): number {
-    return this.gap;
-  }
-
-  /**
-   * How long a batch that could launch at `nowMs` waits for the gap (ms, 0:
-   * go now); a wait counts as ids held back (see heldBack).
-   */
-  waitFor(nowMs: number): number {
-    const wait = this.lastLaunchAt + this.gap - nowMs;
-    if (wait <= 0) return 0;
-    this.wanted = true;
-    return wait;
-  }
-
-  /** A batch claim launched at `nowMs`. */
-  launched(nowMs: number): void {
-    this.lastLaunchAt = nowMs;
   }
 
   /**
@@ -110,20 +76,9 @@ export class ClaimPacing {
     if (nowMs - this.changedAt < STEP_MS) return;
     const best = Math.min(this.bestNow, this.bestBefore);
     const limit = this.limit();
-    if (this.startMs > SLOW * best) {
-      if (limit > 1) this.step(nowMs, limit - 1);
-      else if (this.gap < MAX_GAP_MS)
-        this.widen(nowMs, Math.min(MAX_GAP_MS, Math.max(1, this.gap * 2)));
-    } else if (this.startMs < QUICK * best && this.wanted) {
-      if (this.gap > 0) this.widen(nowMs, this.gap > 1 ? this.gap / 2 : 0);
-      else if (limit < this.concurrency) this.step(nowMs, limit + 1);
-    }
-  }
-
-  private widen(nowMs: number, gap: number): void {
-    this.gap = gap;
-    this.changedAt = nowMs;
-    this.wanted = false;
+    if (this.startMs > SLOW * best && limit > 1) this.step(nowMs, limit - 1);
+    else if (this.startMs < QUICK * best && this.wanted && limit < this.concurrency)
+      this.step(nowMs, limit + 1);
   }
 
   private step(nowMs: number, limit: number): void {
@@ -141,8 +96,6 @@ const SLOW = 2;
 const QUICK = 1.5;
 /** At most one step a this often: each step's effect shows in the starts after it. */
 const STEP_MS = 50;
-/** The widest gap between two batch launches (ms): what a task may wait for it, at most. */
-const MAX_GAP_MS = 8;
 /** Starts not learnt from (see started). */
 const WARM_UP_STARTS = 20;
 /** No claim started for this long while ids were held back: the claims in flight are long ones. */

@@ -214,13 +214,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         if (askAgainMs !== undefined) this.pumpIn(askAgainMs);
         return;
       }
-      // Below one claim at a time, ids gather for the pacing's gap (not a full batch's).
-      const gapWaitMs =
-        this.queue.size >= this.ctx.options.batchSize ? 0 : this.pacing.waitFor(performance.now());
-      if (gapWaitMs > 0) {
-        this.pumpIn(gapWaitMs);
-        return;
-      }
       // Spread over the workers free now, not all of them: with most busy
       // (gate claims run long), a few ids queued are one claim, not a few
       // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
@@ -254,7 +247,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     this.aloneInFlight = alone;
     // A batch of fired tasks teaches the pacing (a gate's claims wait for their limits).
     const launchedAt = performance.now();
-    if (!gated && !alone) this.pacing.launched(launchedAt);
     const started = alone
       ? undefined
       : () => {
