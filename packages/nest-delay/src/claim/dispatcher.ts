@@ -223,8 +223,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
 
   /**
    * Pumps again in `ms`, once however many ask (ids held back by the
-   * pacing): at the soonest asked for. A launch waiting a few ms for the
-   * pacing's gap must not wait for the 100 ms a held-back claim asked for.
+   * pacing): at the soonest asked for, never later because an earlier
+   * ask was for later.
    */
   private pumpIn(ms: number): void {
     const at = performance.now() + ms;
