@@ -115,7 +115,7 @@ export class ClaimRunner {
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
       const known = this.deferrable.known(performance.now());
-      const begun = await recordAttemptAndBegin(
+      const { deferrable: read, claimed } = await recordAttemptAndBegin(
         connection,
         noteId,
         ctx.options.instanceId,
@@ -125,10 +125,8 @@ export class ClaimRunner {
         claim,
         known === undefined,
       );
-      const { claimed } = begun;
-      const deferrable = known ?? begun.deferrable;
-      if (known === undefined && deferrable !== undefined)
-        this.deferrable.read(deferrable, performance.now());
+      if (read !== undefined) this.deferrable.read(read, performance.now());
+      const deferrable = known ?? read;
       started?.();
       result = await this.batch.run(connection, ids, {
         nowMs,

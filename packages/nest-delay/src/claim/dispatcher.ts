@@ -30,8 +30,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   private _stopped = false;
   private readonly pacing: ClaimPacing;
   private pacingTimer: NodeJS.Timeout | undefined;
-  /** When the pacing's timer fires (performance.now()). */
-  private pacingAt = 0;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly runner: ClaimRunner;
@@ -221,18 +219,9 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     }
   }
 
-  /**
-   * Pumps again in `ms`, once however many ask (ids held back by the
-   * pacing): at the soonest asked for, never later because an earlier
-   * ask was for later.
-   */
+  /** Pumps again in `ms`, once however many ask (ids held back by the pacing). */
   private pumpIn(ms: number): void {
-    const at = performance.now() + ms;
-    if (this.pacingTimer) {
-      if (at >= this.pacingAt) return;
-      clearTimeout(this.pacingTimer);
-    }
-    this.pacingAt = at;
+    if (this.pacingTimer) return;
     this.pacingTimer = setTimeout(() => {
       this.pacingTimer = undefined;
       this.pump();
