@@ -26,6 +26,13 @@ const sqlOf = (client: pg.PoolClient): Sql => ({
     (await client.query(text, params)).rows as T[],
 });
 
+interface PlanNode {
+  'Index Name'?: string;
+  'Actual Loops'?: number;
+  Plans?: PlanNode[];
+}
+const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+
 describeWithServer('attempt notes of live claims', () => {
   let db: TestDatabase;
   let pool: pg.Pool;
@@ -95,6 +102,60 @@ describeWithServer('attempt notes of live claims', () => {
       first.release();
       second.release();
     }
+  });
+
+  // A plan, not a timing: joined to the claim's due rows instead, a generic
+  // plan that guessed one due row repeated the notes' index scan for each of
+  // them (loops = the claim's size, 5,000 buffers a claim of 50).
+  it('are read once by a claim of many, even in a generic plan on tables never analyzed', async () => {
+    await pool.query(`ALTER TABLE delayed_task SET (autovacuum_enabled = false)`);
+    await pool.query(`ALTER TABLE delay_attempt SET (autovacuum_enabled = false)`);
+    const ids = (
+      await pool.query<{ id: string }>(
+        `INSERT INTO delayed_task (type, due_at, max_attempts, created_at, updated_at)
+         SELECT 'plan', now() - interval '1 s', 1, now(), now() FROM generate_series(1, 50)
+         RETURNING id`,
+      )
+    ).rows.map((row) => row.id);
+    const client = await pool.connect();
+    const plans: PlanNode[] = [];
+    try {
+      const note = await recordAttempt(sqlOf(client), 'plan', ids, new Date());
+      await client.query('BEGIN');
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const literal = (value: unknown) =>
+        value === null
+          ? 'NULL'
+          : client.escapeLiteral(
+              Array.isArray(value)
+                ? `{${value.join(',')}}`
+                : value instanceof Date
+                  ? value.toISOString()
+                  : String(value),
+            );
+      const explaining: Sql = {
+        rows: async <T>(text: string, params: unknown[]) => {
+          await client.query(`PREPARE plan_probe AS ${text}`);
+          const [row] = (
+            await client.query(
+              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE plan_probe(${params.map(literal).join(', ')})`,
+            )
+          ).rows;
+          await client.query('DEALLOCATE plan_probe');
+          plans.push((row['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+          return [] as T[];
+        },
+      };
+      await claimTasks(explaining, ids, new Date(), note, false);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    const scans = nodesOf(plans[0]).filter(
+      (node) => node['Index Name'] === 'delay_attempt_task_ids_idx',
+    );
+    expect(scans.length).toBeGreaterThan(0);
+    for (const scan of scans) expect(scan['Actual Loops']).toBeLessThanOrEqual(1);
   });
 
   it('of a session that is gone are charged, once, by the next claim', async () => {
