@@ -7,6 +7,7 @@ import type { PlotName } from './plots.js';
 import type { LatenessSplit } from './phase-record.js';
 import type { SystemRecord } from './run-system.js';
 
+const sign = (n: number) => `${n > 0 ? '+' : ''}${n}`;
 const mb = (bytes: number) => (bytes / 1048576).toFixed(1);
 /** null: not back within the run; undefined: not measured (after the last phase). */
 const seconds = (s: number | null | undefined) =>
@@ -26,7 +27,7 @@ function summary(systems: SystemRecord[]): string[] {
     'Recovery and growth (measured, not asserted; to within one sample: a phase that did no harm reads as ' +
       'the time to the next sample; – means not within the run):',
     '',
-    '| system | back to offered after a phase: the slowest, s (target ≤ 60) | dead tuples back to the clean level after idle-in-tx, s (target ≤ 300) | RSS growth per instance over the run (target ≤ 10%) |',
+    '| system | back to offered after a phase: the slowest, s (target ≤ 60) | dead tuples back to the clean level after idle-in-tx, s (target ≤ 300) | RSS growth per instance: the lowest of its 5 s samples in the last phase against the first clean phase (target ≤ 10%) |',
     '| --- | --- | ---: | --- |',
   ];
   for (const s of systems) {
@@ -49,8 +50,10 @@ function summary(systems: SystemRecord[]): string[] {
     const growth = s.rssGrowth
       .map(
         (g) =>
-          `${g.instance}: ${g.percent > 0 ? '+' : ''}${g.percent}% (${g.fromMb} → ${g.toMb} MB` +
-          `${g.from === 'its own first sample' ? ', from its own first sample' : ''})`,
+          `${g.instance}: ${sign(g.floor.percent)}% (floor ${g.floor.fromMb} → ${g.floor.toMb} MB; ` +
+          `median ${g.median.fromMb} → ${g.median.toMb}, ${sign(g.median.percent)}%; ` +
+          `high ${g.highMb.join(' → ')}` +
+          `${g.from === 'its own samples after its first minute' ? '; relaunched: from its own samples after its first minute' : ''})`,
       )
       .join('; ');
     lines.push(
