@@ -4,8 +4,8 @@
  * own (bench/long/cluster.ts), one after the other:
  *
  * - `in-place` (this project): one row per task, `executed_at` set by an
- *   UPDATE in the claim, the table and its ten indexes as the migrations
- *   make them; executed rows are purged by a DELETE later (`retention`), and
+ *   UPDATE in the claim, the table and its ten indexes as the app's
+ *   migrations make them; executed rows are purged by a DELETE later (`retention`), and
  *   vacuum reclaims both.
  * - `append-only` (as awa and pgque keep their queues): the task row is never
  *   written again; the claim INSERTs the task's id into `done` (its primary
@@ -28,6 +28,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { migrate } from './harness/project-db.js';
 import { startCluster, type Cluster } from './long/cluster.js';
 
 const tasks = Number(process.argv[2] ?? 200_000);
@@ -41,7 +42,8 @@ interface Shape {
   name: 'in-place' | 'append-only' | 'delete';
   /** Its tables, for dead tuples and sizes (partitions included). */
   tables: string[];
-  schema(c: pg.Client, lastId: number): Promise<void>;
+  /** Its tables, in the database at `url` (`c` is connected to it). */
+  schema(c: pg.Client, url: string, lastId: number): Promise<void>;
   schedule(c: pg.Client, count: number): Promise<void>;
   /** Claims these ids; returns how many it claimed (the effect runs once per claimed id). */
   claim(c: pg.Client, ids: number[]): Promise<number>;
@@ -55,38 +57,22 @@ const NEW_TASKS = (count: number) =>
   `SELECT 'bench.effect', jsonb_build_object('orderId', g), now() + interval '1 hour'
    FROM generate_series(1, ${count}) g`;
 
+/** New tasks leased to the one instance, as scheduling through the API writes them. */
+const scheduleLeased = (table: string) => async (c: pg.Client, count: number) => {
+  await c.query(
+    `INSERT INTO ${table} (type, payload, due_at, locked_by, created_at, updated_at)
+     SELECT *, 'instance-1', now(), now() FROM (${NEW_TASKS(count)}) n`,
+  );
+};
+
 const inPlace: Shape = {
   name: 'in-place',
   tables: ['delayed_task'],
-  async schema(c) {
-    // delayed_task's columns that matter here, and every index the migrations give it.
-    await c.query(`
-      CREATE TABLE delayed_task (id bigserial PRIMARY KEY, ${TASK_COLUMNS},
-        executed_at timestamptz, cancelled_at timestamptz, dead_at timestamptz,
-        attempts int NOT NULL DEFAULT 0, last_error text, locked_by text,
-        updated_at timestamptz NOT NULL DEFAULT now(), interrupted_at timestamptz,
-        schedule_name text, occurrence_at timestamptz);
-      CREATE INDEX delayed_task_pending_due_idx ON delayed_task (due_at, id)
-        WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL;
-      CREATE INDEX delayed_task_unleased_due_idx ON delayed_task (due_at, id)
-        WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NULL;
-      CREATE INDEX delayed_task_locked_by_idx ON delayed_task (locked_by)
-        WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NOT NULL;
-      CREATE UNIQUE INDEX delayed_task_pending_key_uq ON delayed_task (key)
-        WHERE key IS NOT NULL AND executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL;
-      CREATE INDEX delayed_task_key_idx ON delayed_task (key, id) WHERE key IS NOT NULL;
-      CREATE INDEX delayed_task_dead_idx ON delayed_task (dead_at) WHERE dead_at IS NOT NULL;
-      CREATE INDEX delayed_task_finished_idx ON delayed_task (COALESCE(executed_at, cancelled_at))
-        WHERE executed_at IS NOT NULL OR cancelled_at IS NOT NULL;
-      CREATE UNIQUE INDEX delayed_task_occurrence_idx ON delayed_task (schedule_name, occurrence_at)
-        WHERE schedule_name IS NOT NULL;
-      CREATE INDEX delayed_task_entity_idx ON delayed_task (entity, id) WHERE entity IS NOT NULL;`);
+  async schema(_c, url) {
+    // The app's migrations: delayed_task exactly as an app has it, every index included.
+    await migrate(url);
   },
-  async schedule(c, count) {
-    await c.query(
-      `INSERT INTO delayed_task (type, payload, due_at, locked_by) SELECT *, 'instance-1' FROM (${NEW_TASKS(count)}) n`,
-    );
-  },
+  schedule: scheduleLeased('delayed_task'),
   async claim(c, ids) {
     const { rowCount } = await c.query(
       `UPDATE delayed_task SET executed_at = now(), attempts = attempts + 1, updated_at = now()
@@ -106,7 +92,7 @@ const inPlace: Shape = {
 const appendOnly: Shape = {
   name: 'append-only',
   tables: ['task', 'done'],
-  async schema(c, lastId) {
+  async schema(c, _url, lastId) {
     await c.query(`
       CREATE TABLE task (id bigint NOT NULL, ${TASK_COLUMNS}, PRIMARY KEY (id)) PARTITION BY RANGE (id);
       CREATE SEQUENCE task_id_seq;
@@ -160,16 +146,12 @@ const deleting: Shape = {
   async schema(c) {
     await c.query(`
       CREATE TABLE queued_task (id bigserial PRIMARY KEY, ${TASK_COLUMNS}, attempts int NOT NULL DEFAULT 0,
-        locked_by text);
+        locked_by text, updated_at timestamptz NOT NULL);
       CREATE INDEX queued_task_due_idx ON queued_task (due_at, id);
       CREATE INDEX queued_task_key_idx ON queued_task (key, id) WHERE key IS NOT NULL;
       CREATE INDEX queued_task_entity_idx ON queued_task (entity, id) WHERE entity IS NOT NULL;`);
   },
-  async schedule(c, count) {
-    await c.query(
-      `INSERT INTO queued_task (type, payload, due_at, locked_by) SELECT *, 'instance-1' FROM (${NEW_TASKS(count)}) n`,
-    );
-  },
+  schedule: scheduleLeased('queued_task'),
   async claim(c, ids) {
     const { rowCount } = await c.query(
       `DELETE FROM queued_task WHERE id = ANY($1::bigint[]) RETURNING id, payload`,
@@ -227,7 +209,7 @@ async function run(cluster: Cluster, shape: Shape, heldSnapshot: boolean): Promi
   await c.connect();
   await holder.connect();
   try {
-    await shape.schema(c, PENDING + tasks + batch);
+    await shape.schema(c, cluster.urlOf(database), PENDING + tasks + batch);
     await c.query(
       `CREATE TABLE effect (order_id bigint NOT NULL, at timestamptz NOT NULL DEFAULT now())`,
     );

@@ -57,7 +57,7 @@ export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]>
  * the time as an ISO literal. `noteId` comes from reserveNoteIds. `claim`,
  * a statement without parameters, is sent last in the same message, inside
  * the claim's transaction: a claim of fired tasks saves a round trip (see
- * claimInScript). `readDeferrable`: the note also reads whether the
+ * claimInScript). `withDeferrable`: the note also reads whether the
  * database has deferrable constraints (so whether a fence checks them; see
  * DeferrableMemo), returned as `deferrable`. Returns the claim's rows.
  */
@@ -69,11 +69,11 @@ export async function recordAttemptAndBegin(
   now: Date,
   backstopMs: number,
   claim: string | undefined,
-  readDeferrable: boolean,
+  withDeferrable: boolean,
 ): Promise<{ deferrable?: boolean; claimed?: unknown[] }> {
   assertIds([noteId, ...ids]);
   // Prepared once per session where it can be, as the claim is: planning it was most of its cost.
-  const [name, text] = readDeferrable ? [NOTE_NAME, NOTE] : [BARE_NOTE_NAME, BARE_NOTE];
+  const [name, text] = withDeferrable ? [NOTE_NAME, NOTE] : [BARE_NOTE_NAME, BARE_NOTE];
   const note = connection.script.statement(name, text, [
     `${noteId}::bigint`,
     connection.literal(instanceId),
