@@ -69,13 +69,39 @@ export async function releaseExpiredInstances(
   );
 }
 
-/** Frees tasks leased to instances that have no lease live at `now` (say, a row deleted by a takeover). */
+/**
+ * Frees tasks leased to instances that have no lease live at `now` (say, a
+ * row deleted by a takeover). The holders come first, one descent of the
+ * leases' index each (`holders` steps from one instance id to the next),
+ * and only the rows of those without a live lease are then read, in a
+ * statement of their own that runs only when there are some: testing every
+ * leased row read every instance's whole window, 1.6 s of the server a call
+ * at 2,000 tasks/s (the long-horizon bench), and in one statement the
+ * planner, guessing a hundred holders, still chose to read the table.
+ */
 export async function releaseOrphans(sql: Sql, now: Date) {
+  const orphaned = await sql.rows<{ holder: string }>(
+    `WITH RECURSIVE holders AS (
+       (SELECT locked_by FROM delayed_task WHERE locked_by IS NOT NULL AND ${PENDING}
+        ORDER BY locked_by LIMIT 1)
+       UNION ALL
+       SELECT (SELECT t.locked_by FROM delayed_task t
+               WHERE t.locked_by > h.locked_by AND ${pendingIn('t')}
+               ORDER BY t.locked_by LIMIT 1)
+       FROM holders h WHERE h.locked_by IS NOT NULL
+     )
+     SELECT h.locked_by AS holder FROM holders h
+     WHERE h.locked_by IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = h.locked_by AND i.lease_until >= $1)`,
+    [now],
+  );
+  if (orphaned.length === 0) return;
+  // Their leases are tested again: one may have come back since (a restart under its id).
   await sql.rows(
     `UPDATE delayed_task t SET locked_by = NULL
-     WHERE t.locked_by IS NOT NULL AND ${pendingIn('t')}
-       AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $1)`,
-    [now],
+     WHERE t.locked_by = ANY($1::text[]) AND ${pendingIn('t')}
+       AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $2)`,
+    [orphaned.map((row) => row.holder), now],
   );
 }
 
