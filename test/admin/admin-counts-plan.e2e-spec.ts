@@ -3,21 +3,7 @@ import { countTasks, listInstances } from '../../packages/nest-delay/src/admin/a
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from '../delay/delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Every node of a plan that reads delayed_task itself. */
-function tableReads(node: PlanNode): PlanNode[] {
-  const own = node['Relation Name'] === 'delayed_task' ? [node] : [];
-  return [...own, ...(node.Plans ?? []).flatMap(tableReads)];
-}
+import { tableReads, type PlanNode } from '../support/query-plans.js';
 
 /** Runs a statement under EXPLAIN ANALYZE and returns its plan's root. */
 function explaining(t: DelayTestApp, plans: PlanNode[]): Sql {

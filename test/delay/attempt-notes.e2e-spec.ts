@@ -20,17 +20,13 @@ import {
   type TestDatabase,
 } from '../support/test-database.js';
 import { useDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
+import type { PlanNode } from '../support/query-plans.js';
 
 const sqlOf = (client: pg.PoolClient): Sql => ({
   rows: async <T>(text: string, params: unknown[]) =>
     (await client.query(text, params)).rows as T[],
 });
 
-interface PlanNode {
-  'Index Name'?: string;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
 const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
 describeWithServer('attempt notes of live claims', () => {

@@ -3,21 +3,7 @@ import { releaseOrphans } from '../../packages/nest-delay/src/lease/lease-statem
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Every node of a plan that reads delayed_task itself. */
-function tableReads(node: PlanNode): PlanNode[] {
-  const own = node['Relation Name'] === 'delayed_task' ? [node] : [];
-  return [...own, ...(node.Plans ?? []).flatMap(tableReads)];
-}
+import { tableReads, type PlanNode } from '../support/query-plans.js';
 
 /** Rows read from delayed_task over the whole plan (a node's rows once per loop). */
 function rowsRead(plan: PlanNode): number {
