@@ -3,14 +3,7 @@ import { releaseOrphans } from '../../packages/nest-delay/src/lease/lease-statem
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { tableReads, type PlanNode } from '../support/query-plans.js';
-
-/** Rows read from delayed_task over the whole plan (a node's rows once per loop). */
-function rowsRead(plan: PlanNode): number {
-  return tableReads(plan)
-    .filter((node) => node['Node Type'] !== 'ModifyTable')
-    .reduce((sum, node) => sum + (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 1), 0);
-}
+import { rowsRead, type PlanNode } from '../support/query-plans.js';
 
 const HELD = 40_000;
 const OVERDUE = 30;

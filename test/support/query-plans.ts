@@ -5,6 +5,8 @@ export interface PlanNode {
   'Index Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
   Plans?: PlanNode[];
 }
 
@@ -12,4 +14,22 @@ export interface PlanNode {
 export function tableReads(node: PlanNode, relation = 'delayed_task'): PlanNode[] {
   const own = node['Relation Name'] === relation ? [node] : [];
   return [...own, ...(node.Plans ?? []).flatMap((child) => tableReads(child, relation))];
+}
+
+/**
+ * Rows a plan read from `relation`: those each reading node returned and
+ * those it read and dropped (a filter, a recheck), once per loop.
+ */
+export function rowsRead(node: PlanNode, relation = 'delayed_task'): number {
+  return tableReads(node, relation)
+    .filter((read) => read['Node Type'] !== 'ModifyTable')
+    .reduce(
+      (sum, read) =>
+        sum +
+        ((read['Actual Rows'] ?? 0) +
+          (read['Rows Removed by Filter'] ?? 0) +
+          (read['Rows Removed by Index Recheck'] ?? 0)) *
+          (read['Actual Loops'] ?? 1),
+      0,
+    );
 }

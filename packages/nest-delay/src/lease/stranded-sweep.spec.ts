@@ -1,0 +1,66 @@
+import type { Dispatcher } from '../claim/dispatcher.js';
+import type { TaskWheel } from '../firing/task-wheel.js';
+import type { DelayContext } from '../runtime/delay-context.js';
+import type { Sql } from '../store/sql.js';
+import { StrandedSweep } from './stranded-sweep.js';
+
+const BATCH = 50;
+
+/**
+ * A sweep over a database holding one task leased here, due a minute ago
+ * and held nowhere; `queued` ids wait in the claim queue.
+ */
+function sweepWith(queued: number) {
+  const queue = { queued };
+  const statements: string[] = [];
+  const held: string[] = [];
+  const dueAt = new Date(Date.now() - 60_000);
+  const pool: Sql = {
+    rows: async <T>(text: string) => {
+      statements.push(text);
+      const row = { id: '7', due_at: dueAt, type: 'order.close', locked_by: 'here' };
+      return [row] as T[];
+    },
+  };
+  const ctx = {
+    options: { instanceId: 'here', batchSize: BATCH },
+    clock: { now: () => Date.now() },
+    db: { pool },
+    policy: { holds: (lockedBy: string | null) => lockedBy === 'here' },
+    logger: { warn: () => {} },
+  } as unknown as DelayContext;
+  const wheel = {
+    has: () => false,
+    hold: (id: string) => held.push(id),
+  } as unknown as TaskWheel;
+  const dispatcher = {
+    get queuedCount() {
+      return queue.queued;
+    },
+    accounts: () => false,
+  } as unknown as Dispatcher;
+  return { sweep: new StrandedSweep(ctx, wheel, dispatcher), statements, held, queue };
+}
+
+describe('StrandedSweep', () => {
+  it('holds again a task leased here and held nowhere', async () => {
+    const { sweep, statements, held } = sweepWith(BATCH - 1);
+    await sweep.run();
+    expect(statements).toHaveLength(2); // the page, then the task read again by id
+    expect(held).toEqual(['7']);
+    expect(sweep.rescued).toBe(1);
+  });
+
+  it('reads nothing while a full batch waits for a claim, and finds the task once it does not', async () => {
+    const { sweep, statements, held, queue } = sweepWith(BATCH);
+    await sweep.run();
+    await sweep.run();
+    expect(statements).toEqual([]);
+    expect(held).toEqual([]);
+    // The backlog drained: the next round reads the page.
+    queue.queued = 0;
+    await sweep.run();
+    expect(held).toEqual(['7']);
+    expect(sweep.rescued).toBe(1);
+  });
+});
