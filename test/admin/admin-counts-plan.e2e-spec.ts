@@ -3,14 +3,14 @@ import { countTasks, listInstances } from '../../packages/nest-delay/src/admin/a
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from '../delay/delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { tableReads, type PlanNode } from '../support/query-plans.js';
+import { planRoot, tableReads, type PlanNode } from '../support/query-plans.js';
 
 /** Runs a statement under EXPLAIN ANALYZE and returns its plan's root. */
 function explaining(t: DelayTestApp, plans: PlanNode[]): Sql {
   return {
     rows: async <T>(text: string, params: unknown[]) => {
       const [row] = await t.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-      plans.push((row['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+      plans.push(planRoot(row));
       return [] as T[];
     },
   };

@@ -20,7 +20,7 @@ import {
   type TestDatabase,
 } from '../support/test-database.js';
 import { useDelayTestApp, recordEffect, type DelayTestApp } from './delay-test-app.js';
-import type { PlanNode } from '../support/query-plans.js';
+import { planRoot, type PlanNode } from '../support/query-plans.js';
 
 const sqlOf = (client: pg.PoolClient): Sql => ({
   rows: async <T>(text: string, params: unknown[]) =>
@@ -138,7 +138,7 @@ describeWithServer('attempt notes of live claims', () => {
             )
           ).rows;
           await client.query('DEALLOCATE plan_probe');
-          plans.push((row['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+          plans.push(planRoot(row));
           return [] as T[];
         },
       };

@@ -3,7 +3,7 @@ import { releaseOrphans } from '../../packages/nest-delay/src/lease/lease-statem
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { rowsRead, type PlanNode } from '../support/query-plans.js';
+import { planRoot, rowsRead, type PlanNode } from '../support/query-plans.js';
 
 const HELD = 40_000;
 const OVERDUE = 30;
@@ -25,7 +25,7 @@ describe('the orphan sweep on a large window', () => {
     await run({
       rows: async <T>(text: string, params: unknown[]) => {
         const [row] = await t.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
-        roots.push((row['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+        roots.push(planRoot(row));
         return (await t.query(text, params)) as T[];
       },
     });

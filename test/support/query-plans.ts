@@ -10,6 +10,11 @@ export interface PlanNode {
   Plans?: PlanNode[];
 }
 
+/** The root of a plan from a row that EXPLAIN (FORMAT JSON) returned. */
+export function planRoot(row: Record<string, unknown>): PlanNode {
+  return (row['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
+}
+
 /** Every node of a plan that reads `relation` itself. */
 export function tableReads(node: PlanNode, relation = 'delayed_task'): PlanNode[] {
   const own = node['Relation Name'] === relation ? [node] : [];

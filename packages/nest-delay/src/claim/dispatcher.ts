@@ -67,6 +67,14 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     return this.queue.size;
   }
 
+  /**
+   * A full batch waits for a claim: this instance is behind. Then every
+   * worker goes to it (the pacing steps aside) and the safety net waits.
+   */
+  get behind(): boolean {
+    return this.queue.size >= this.ctx.options.batchSize;
+  }
+
   /** Queued, in a claim, or in the limit gate (its type's tasks shed count: the gate reads them back). */
   accounts(id: TaskId, type: string): boolean {
     return this.queue.has(id) || this.gate.accounts(id, type);
@@ -200,10 +208,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       // one to end, and go together. Not once a full batch waits: there is
       // nothing left to share, and a backlog wants every worker.
       const free = concurrency - this.inFlight;
-      const room =
-        this.queue.size >= this.ctx.options.batchSize
-          ? free
-          : Math.min(free, this.pacing.limit() - this.batchesInFlight);
+      const room = this.behind ? free : Math.min(free, this.pacing.limit() - this.batchesInFlight);
       if (room <= 0) {
         if (this.inFlight >= concurrency) return;
         // Held back by the pacing: it allows one more if no claim has started for a while.

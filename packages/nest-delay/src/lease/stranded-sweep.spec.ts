@@ -4,14 +4,12 @@ import type { DelayContext } from '../runtime/delay-context.js';
 import type { Sql } from '../store/sql.js';
 import { StrandedSweep } from './stranded-sweep.js';
 
-const BATCH = 50;
-
 /**
  * A sweep over a database holding one task leased here, due a minute ago
- * and held nowhere; `queued` ids wait in the claim queue.
+ * and held nowhere; `behind`: a full batch waits in the claim queue.
  */
-function sweepWith(queued: number) {
-  const queue = { queued };
+function sweepWith(behind: boolean) {
+  const queue = { behind };
   const statements: string[] = [];
   const held: string[] = [];
   const dueAt = new Date(Date.now() - 60_000);
@@ -23,7 +21,7 @@ function sweepWith(queued: number) {
     },
   };
   const ctx = {
-    options: { instanceId: 'here', batchSize: BATCH },
+    options: { instanceId: 'here' },
     clock: { now: () => Date.now() },
     db: { pool },
     policy: { holds: (lockedBy: string | null) => lockedBy === 'here' },
@@ -34,8 +32,8 @@ function sweepWith(queued: number) {
     hold: (id: string) => held.push(id),
   } as unknown as TaskWheel;
   const dispatcher = {
-    get queuedCount() {
-      return queue.queued;
+    get behind() {
+      return queue.behind;
     },
     accounts: () => false,
   } as unknown as Dispatcher;
@@ -44,7 +42,7 @@ function sweepWith(queued: number) {
 
 describe('StrandedSweep', () => {
   it('holds again a task leased here and held nowhere', async () => {
-    const { sweep, statements, held } = sweepWith(BATCH - 1);
+    const { sweep, statements, held } = sweepWith(false);
     await sweep.run();
     expect(statements).toHaveLength(2); // the page, then the task read again by id
     expect(held).toEqual(['7']);
@@ -52,13 +50,13 @@ describe('StrandedSweep', () => {
   });
 
   it('reads nothing while a full batch waits for a claim, and finds the task once it does not', async () => {
-    const { sweep, statements, held, queue } = sweepWith(BATCH);
+    const { sweep, statements, held, queue } = sweepWith(true);
     await sweep.run();
     await sweep.run();
     expect(statements).toEqual([]);
     expect(held).toEqual([]);
     // The backlog drained: the next round reads the page.
-    queue.queued = 0;
+    queue.behind = false;
     await sweep.run();
     expect(held).toEqual(['7']);
     expect(sweep.rescued).toBe(1);

@@ -44,7 +44,7 @@ export class StrandedSweep {
 
   async run(): Promise<void> {
     const { ctx } = this;
-    if (this.dispatcher.queuedCount >= ctx.options.batchSize) return;
+    if (this.dispatcher.behind) return;
     const { pool } = ctx.db;
     const nowMs = ctx.clock.now();
     const rows = await findLeasedOverdue(
