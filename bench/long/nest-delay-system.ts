@@ -47,10 +47,6 @@ export function createNestDelaySystem(settings: LongSystemSettings): LongSystem 
       }),
       DelayModule.forRoot({
         concurrency: settings.workers,
-        // BENCH_HANDLERS_PER_CLAIM=1: a claim's handlers one after another, in the same build.
-        ...(process.env.BENCH_HANDLERS_PER_CLAIM
-          ? { handlersPerClaim: Number(process.env.BENCH_HANDLERS_PER_CLAIM) }
-          : {}),
       }),
     ],
     providers: [LongHandlers],

@@ -92,10 +92,6 @@ class BenchAppModule {
       concurrency: settings.concurrency,
       ...(settings.retention ? { retention: settings.retention } : {}),
       ...(settings.tracing === 'disabled' ? { tracing: false } : {}),
-      // BENCH_HANDLERS_PER_CLAIM=1: a claim's handlers one after another, as before the option, in the same build.
-      ...(process.env.BENCH_HANDLERS_PER_CLAIM
-        ? { handlersPerClaim: Number(process.env.BENCH_HANDLERS_PER_CLAIM) }
-        : {}),
     };
     return {
       module: BenchAppModule,

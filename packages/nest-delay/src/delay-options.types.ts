@@ -64,12 +64,10 @@ export interface DelayModuleOptions {
   /** Most tasks claimed in one transaction (default 50). */
   batchSize?: number;
   /**
-   * Handlers of one claim that run at once (default 8; 1: one after
-   * another), when its types' handlers wait before their first statement
-   * (an HTTP call; learnt per type as they run). Their statements on the
-   * claim's transaction take turns, a handler's from its first statement
-   * until it returns, so the transaction sees them as if they ran one after
-   * another; what they do before their first statement overlaps.
+   * @deprecated Since 0.3, and without effect: a claim's handlers run one
+   * after another, each under a savepoint. For handlers that wait on
+   * something outside the database, raise `concurrency` (claims on
+   * connections of their own) instead.
    */
   handlersPerClaim?: number;
   /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
@@ -116,7 +114,6 @@ export interface ResolvedDelayOptions {
   windowMs: number;
   concurrency: number | undefined;
   batchSize: number;
-  handlersPerClaim: number;
   leaseMs: number;
   heartbeatMs: number;
   loadPageSize: number;

@@ -72,6 +72,8 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
   if (leaseMs < 1000)
     throw new TypeError(`DelayModule option lease must be at least 1s; got ${leaseMs} ms`);
   const windowMs = durationOption(options.window, 'window', tickMs * slots);
+  // Deprecated and without effect, but still checked: a typo'd value is a mistake worth naming.
+  positiveInteger(options.handlersPerClaim, 'handlersPerClaim', 1);
   if (windowMs < tickMs) {
     throw new TypeError(
       `DelayModule option window must be at least one tick (${tickMs} ms); got ${windowMs} ms`,
@@ -86,7 +88,6 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
         ? undefined
         : positiveInteger(options.concurrency, 'concurrency', 1),
     batchSize: positiveInteger(options.batchSize, 'batchSize', 50),
-    handlersPerClaim: positiveInteger(options.handlersPerClaim, 'handlersPerClaim', 8),
     leaseMs,
     // Three heartbeats per lease: one lost or late beat does not cost the lease.
     heartbeatMs: Math.max(250, Math.floor(leaseMs / 3)),

@@ -21,7 +21,6 @@ import {
 import type { PassSpans } from '../tracing/pass-spans.js';
 import type { ClaimRow } from './claim-statements.js';
 import { HandlerCutOff, withDeadline } from './handler-deadline.js';
-import type { HandlerTurns } from './handler-turns.js';
 
 /**
  * Runs one claimed task's handler, inside the claim transaction, under its
@@ -47,8 +46,6 @@ export class AttemptRunner {
     nowMs: number,
     spans: PassSpans | undefined,
     onStart?: (row: ClaimRow) => void,
-    /** The claim's handlers run at once, their statements taking turns. */
-    turns?: HandlerTurns,
   ): Promise<Fate> {
     spans?.open(row, nowMs);
     const handler = this.registry.get(row.type);
@@ -87,16 +84,11 @@ export class AttemptRunner {
             ),
           );
           onStart?.(row);
-          if (turns) {
-            const returned = () => turns.handlerReturned(row.id);
-            running.then(returned, returned);
-          }
           return running;
         },
         handler.timeoutMs,
         Math.min(CUT_OFF_GRACE_MS, handler.timeoutMs),
         () => new HandlerCutOff(row, handler.timeoutMs),
-        turns && (() => turns.waited(row.id)),
       );
     } catch (error) {
       spans?.failed(row.id, error);

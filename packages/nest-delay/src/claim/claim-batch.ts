@@ -23,9 +23,6 @@ import {
 import type { DelayContext } from '../runtime/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './handler-deadline.js';
-import { HandlerTurns } from './handler-turns.js';
-import { LeadWatch } from './lead-watch.js';
-import { OverlapGauge } from './overlap-gauge.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
 import type { BatchResult, ClaimParams } from './claim-params.js';
 
@@ -53,8 +50,6 @@ class Redo {
 export class ClaimBatch {
   private readonly rules: TransitionRules;
   private readonly attempts: AttemptRunner;
-  /** Which types' handlers gain from running together. */
-  private readonly overlap = new OverlapGauge();
 
   constructor(
     private readonly ctx: DelayContext,
@@ -207,39 +202,18 @@ export class ClaimBatch {
     return exhausted;
   }
 
+  /** The optimistic pass: handlers one after another, no savepoints; the first failure undoes the pass. */
   private async runOptimistic(
     connection: ClaimConnection,
     claimed: ClaimRow[],
     plan: ClaimParams,
     spans: PassSpans | undefined,
   ): Promise<Fate[] | Redo> {
-    const together = Math.min(this.ctx.options.handlersPerClaim, claimed.length);
-    if (together > 1 && this.overlap.together(typesOf(claimed)))
-      return this.runTogether(connection, claimed, plan, spans, together);
-    // One after another: each handler's lead is noted, alone (OverlapGauge).
-    const watch = this.ctx.options.handlersPerClaim > 1 ? new LeadWatch() : undefined;
-    connection.gate(watch);
-    try {
-      return await this.runOneAfterAnother(connection, claimed, plan, spans, watch);
-    } finally {
-      connection.gate(undefined);
-    }
-  }
-
-  private async runOneAfterAnother(
-    connection: ClaimConnection,
-    claimed: ClaimRow[],
-    plan: ClaimParams,
-    spans: PassSpans | undefined,
-    watch: LeadWatch | undefined,
-  ): Promise<Fate[] | Redo> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
-      watch?.leads.started(row.id);
       let fate = await this.attempt(connection, row, plan, spans);
-      if (watch) this.overlap.lead(row.type, watch.leads.of(row.id));
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -249,83 +223,6 @@ export class ClaimBatch {
         return new Redo(new Map([[row.id, fate]]));
       }
       fates.push(fate);
-    }
-    return fates;
-  }
-
-  /**
-   * The optimistic pass with up to `together` handlers running at once
-   * (handlersPerClaim), started in due order, their statements taking turns
-   * (HandlerTurns): the transaction sees them one after another. Fates are
-   * written once every handler has returned. After a failure no more start,
-   * and the batch runs again fenced, knowing the failures that were the
-   * handlers' own: not those of batch-mates refused the turn after one left
-   * the transaction aborted (that one fails, whatever it returned).
-   */
-  private async runTogether(
-    connection: ClaimConnection,
-    claimed: ClaimRow[],
-    plan: ClaimParams,
-    spans: PassSpans | undefined,
-    together: number,
-  ): Promise<Fate[] | Redo> {
-    const turns = new HandlerTurns(
-      claimed.map((row) => row.id),
-      () => connection.aborted(),
-    );
-    const fates: Fate[] = [];
-    let failed = false;
-    let cutOff = false;
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < claimed.length && !failed && !cutOff) {
-        const index = next++;
-        const row = claimed[index];
-        turns.leads.started(row.id);
-        try {
-          fates[index] = await this.attempts.run(
-            connection,
-            row,
-            plan.nowMs,
-            spans,
-            plan.onStart,
-            turns,
-          );
-        } catch (error) {
-          // Cut off: the claim ends, and no handler may start on its connection.
-          cutOff = true;
-          throw error;
-        }
-        this.overlap.lead(row.type, turns.leads.of(row.id));
-        if (undoes(fates[index])) failed = true;
-      }
-    };
-    connection.gate(turns);
-    try {
-      await Promise.all(Array.from({ length: together }, lane));
-      await turns.settled();
-    } finally {
-      connection.gate(undefined);
-    }
-    const known = new Map<TaskId, Fate>();
-    for (const fate of fates)
-      if (fate && undoes(fate) && !turns.refused.has(fate.row.id)) known.set(fate.row.id, fate);
-    const aborter = claimed.find((row) => row.id === turns.abortedBy);
-    if (aborter && !known.has(aborter.id)) {
-      const error = new Error('a statement it ran failed, and it returned without rolling back');
-      known.set(aborter.id, fail(aborter, leftAborted(error), plan.nowMs, this.rules));
-    }
-    if (known.size > 0 || turns.abortedBy !== undefined) return new Redo(known);
-    const now = new Date(plan.nowMs);
-    for (const [index, fate] of fates.entries()) {
-      try {
-        await within(spans, fate.row.id, () => writeFate(connection.sql, fate, now));
-      } catch (error) {
-        // Its fate could not be written: it left the transaction aborted.
-        const aborted = fail(fate.row, leftAborted(error), plan.nowMs, this.rules);
-        fates[index] = aborted;
-        return new Redo(new Map([[fate.row.id, aborted]]));
-      }
     }
     return fates;
   }
@@ -462,10 +359,6 @@ interface RowSource {
   next(): ClaimRow | undefined;
   probe?: string;
   stopBefore?(row: ClaimRow): void;
-}
-
-function typesOf(rows: ClaimRow[]): Set<string> {
-  return new Set(rows.map((row) => row.type));
 }
 
 /** A failed attempt's writes are undone before its fate is written. */

@@ -30,10 +30,6 @@ export class TaskTimeoutError extends Error {
  * stands (a handler that stops on the signal rejects, and that is an ordinary
  * failed attempt); if not, `onCutOff()` is thrown and the work is abandoned.
  *
- * `waited`, when given, says how long the work has waited for its turn on
- * the claim's connection (HandlerTurns): that time is added to its deadline,
- * so a handler is never cut off for the time its batch-mates held the turn.
- *
  * `work` gets the controller, not its signal: reading `controller.signal`
  * builds an AbortSignal (an EventTarget, ~3 us), which a handler that never
  * looks at its signal should not pay for in a burst. One promise, no race or
@@ -44,27 +40,17 @@ export function withDeadline<T>(
   timeoutMs: number,
   graceMs: number,
   onCutOff: () => Error,
-  waited?: () => number,
 ): Promise<T> {
   const controller = new AbortController();
   const running = work(controller);
   return new Promise<T>((resolve, reject) => {
     let cutTimer: NodeJS.Timeout | undefined;
-    let credited = 0;
     const expire = () => {
-      // Time spent waiting for the turn since the timer was set: the deadline moves by as much.
-      const owed = waited ? waited() - credited : 0;
-      if (owed > 0) {
-        credited += owed;
-        abortTimer = setTimeout(expire, owed);
-        abortTimer.unref();
-        return;
-      }
       controller.abort(new TaskTimeoutError(timeoutMs));
       cutTimer = setTimeout(() => reject(onCutOff()), graceMs);
       cutTimer.unref();
     };
-    let abortTimer = setTimeout(expire, timeoutMs);
+    const abortTimer = setTimeout(expire, timeoutMs);
     // A shutdown cuts off what is still running itself; these must not keep the process up.
     abortTimer.unref();
     // Rejecting after a cut-off is a no-op, so an abandoned handler's late

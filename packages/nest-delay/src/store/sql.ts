@@ -157,27 +157,11 @@ export interface ClaimConnection {
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
-   * Every statement sent on this connection from now on, by the engine or
-   * a handler (through its manager), goes through `gate`; undefined ends that.
-   */
-  gate(gate: QueryGate | undefined): void;
-  /**
-   * Whether the transaction is aborted (a statement failed and was not
-   * rolled back to a savepoint): a probe sent past any gate, after what the
-   * connection is running. True as well when the connection is broken.
-   */
-  aborted(): Promise<boolean>;
-  /**
    * Destroys the connection now, whatever it is doing: the server rolls its
    * transaction back, exactly as a crash would. For handlers that will not return.
    */
   cutOff(): void;
   release(): Promise<void>;
-}
-
-/** Decides when a statement on a claim's connection is sent (see HandlerTurns). */
-export interface QueryGate {
-  pass<T>(send: () => Promise<T>): Promise<T>;
 }
 
 /** SQLSTATE 25P02: a statement earlier in the transaction failed; nothing more runs but ROLLBACK. */
@@ -231,64 +215,6 @@ function limits(backstopMs: number): string {
     set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
 }
 
-/** The gate each pooled client's statements go through now, if any (see gateQueries). */
-const GATES = new WeakMap<object, QueryGate>();
-const GATED_CLIENTS = new WeakSet<object>();
-
-/**
- * Puts `gate` in front of the client's `query` (undefined: none). The
- * client keeps the wrapper once it has one (an own property over pg's
- * method, which then looks its gate up): deleting it again would turn the
- * client's properties into a dictionary, slower for every later statement.
- * A callback's statement is gated too; a submittable (a cursor) is sent at
- * once: nothing here sends one.
- */
-function gateQueries(client: PgClient, gate: QueryGate | undefined): void {
-  if (!gate) {
-    GATES.delete(client);
-    return;
-  }
-  GATES.set(client, gate);
-  if (GATED_CLIENTS.has(client)) return;
-  GATED_CLIENTS.add(client);
-  const send = Object.getPrototypeOf(client).query as (...args: unknown[]) => Promise<unknown>;
-  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (
-    ...args: unknown[]
-  ) => {
-    const current = GATES.get(client);
-    const first = args[0] as { submit?: unknown } | undefined;
-    if (!current || typeof first?.submit === 'function') return send.apply(client, args);
-    const last = args[args.length - 1];
-    if (typeof last !== 'function') return current.pass(() => send.apply(client, args));
-    const callback = last as (error: unknown, result?: unknown) => void;
-    current
-      .pass(() => send.apply(client, args.slice(0, -1)))
-      .then(
-        (result) => callback(null, result),
-        (error: unknown) => callback(error),
-      );
-    return undefined;
-  };
-}
-
-/**
- * TypeORM's nested transactions name their savepoints by the runner's
- * depth, read before the SAVEPOINT is sent: a handler must have its turn
- * before it reads it, or two handlers' savepoints would share a name. The
- * runner is the claim's own: wrapped for its life, each call asking for the
- * gate its client's statements go through now.
- */
-function gateTransactions(runner: QueryRunner, client: PgClient): void {
-  const target = runner as unknown as Record<string, unknown>;
-  for (const name of ['startTransaction', 'commitTransaction', 'rollbackTransaction']) {
-    const own = Object.getPrototypeOf(runner)[name] as (...args: unknown[]) => Promise<unknown>;
-    target[name] = (...args: unknown[]) => {
-      const current = GATES.get(client);
-      return current ? current.pass(() => own.apply(runner, args)) : own.apply(runner, args);
-    };
-  }
-}
-
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
   const client = await pgClientOf(runner);
@@ -306,7 +232,6 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
-  let transactionsGated = false;
   const begun = async (): Promise<void> => {
     setTransactionBooks(runner, true, 1);
     await broadcast(runner, 'AfterTransactionStart');
@@ -393,23 +318,6 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await script(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
     },
     literal,
-    async aborted() {
-      const send = Object.getPrototypeOf(client).query as (
-        text: string,
-        params: undefined,
-      ) => Promise<unknown>;
-      return send.call(client, 'SELECT 1', undefined).then(
-        () => false,
-        () => true,
-      );
-    },
-    gate(gate) {
-      if (gate && !transactionsGated) {
-        transactionsGated = true;
-        gateTransactions(runner, client);
-      }
-      gateQueries(client, gate);
-    },
     cutOff() {
       if (runner.isReleased) return;
       // Closing the client ends the server session (its transaction rolls
