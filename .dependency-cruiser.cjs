@@ -1,12 +1,45 @@
 // The import graph of the package and the app, checked in `npm run lint`:
-// no cycle, and layers that only point down. The package's folders, lowest first:
-//   wheel/, clock/           pure: nothing outside themselves
-//   store/                   the connection to Postgres (sql, the TypeORM seam)
-//   tasks/ … tracing/        features: each owns its runtime, statements and types
-//   runtime/                 wires the features (delay.runtime.ts) and their shared context
-//   root services, admin/,   the public API on top
-//   testing/
+// no cycle, and the package's layers (LAYERS below, lowest first) where a
+// file imports only from its own layer or a lower one. Each layer is a
+// folder but two: "base" is the root's types, messages, options and errors
+// that every feature names, and "services" is the public surface (every
+// *.service.ts, wherever it lives, the module, the explorer, the index).
 // The app (src/) depends on the package by name; the package never on the app.
+const P = '^packages/nest-delay/src/';
+const SERVICE = '[.]service[.]ts$';
+const TOP_ROOT = `${P}(delay[.]module|delay[.]module-definition|delay[.]explorer|index|internal|delay-stats|stats-snapshot)[.]ts$`;
+const LAYERS = [
+  ['wheel', `${P}wheel/`],
+  ['clock', `${P}clock/`],
+  ['base', `${P}(errors/|[^/]+$)`],
+  ['store', `${P}store/`],
+  ['migrations', `${P}migrations/`],
+  ['observer', `${P}observer/`],
+  ['tasks', `${P}tasks/`],
+  ['tracing', `${P}tracing/`],
+  ['context', `${P}context/`],
+  ['schedules', `${P}schedules/`],
+  ['limits', `${P}limits/`],
+  ['firing', `${P}firing/`],
+  ['claim', `${P}claim/`],
+  ['lease', `${P}lease/`],
+  ['retention', `${P}retention/`],
+  ['runtime', `${P}runtime/`],
+  ['services', `(${SERVICE}|${TOP_ROOT}|${P}admin/)`],
+  ['testing', `${P}testing/`],
+];
+/** One rule a layer: nothing in it imports from a layer above it. */
+const layerRules = LAYERS.slice(0, -1).map(([name, path], index) => ({
+  name: `layer-${name}`,
+  severity: 'error',
+  comment: `${name} imports only from itself and the layers below it (.dependency-cruiser.cjs, LAYERS).`,
+  // A service in a feature's folder belongs to the services, not to the feature.
+  from:
+    name === 'services'
+      ? { path }
+      : { path, pathNot: name === 'base' ? [SERVICE, TOP_ROOT] : [SERVICE] },
+  to: { path: LAYERS.slice(index + 1).map(([, above]) => above) },
+}));
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -37,38 +70,7 @@ module.exports = {
       from: { path: '^packages/nest-delay/src/clock/' },
       to: { pathNot: ['^packages/nest-delay/src/clock/'], dependencyTypesNot: ['core', 'npm'] },
     },
-    {
-      name: 'store-below-features',
-      severity: 'error',
-      comment: 'The store talks to Postgres; the statements of a feature live in its folder.',
-      from: { path: '^packages/nest-delay/src/store/' },
-      to: {
-        path: '^packages/nest-delay/src/(tasks|claim|limits|schedules|lease|firing|retention|tracing|observer|admin|runtime|testing)/',
-      },
-    },
-    {
-      name: 'features-below-runtime',
-      severity: 'error',
-      comment:
-        'Only the public services (*.service.ts, in a feature folder or at the root) and the test helpers reach the runtime that wires everything.',
-      from: {
-        path: '^packages/nest-delay/src/(tasks|claim|limits|schedules|lease|firing|retention|tracing|observer|store|wheel|clock|runtime)/',
-        pathNot: ['[.]service[.]ts$'],
-      },
-      to: { path: '^packages/nest-delay/src/runtime/delay[.]runtime[.]ts$' },
-    },
-    {
-      name: 'features-below-public-services',
-      severity: 'error',
-      comment: 'Features do not reach up to the public services and the module.',
-      from: {
-        path: '^packages/nest-delay/src/(tasks|claim|limits|schedules|lease|firing|retention|tracing|observer|store|wheel|clock|runtime)/',
-        pathNot: ['[.]service[.]ts$', '[.]decorator[.]ts$'],
-      },
-      to: {
-        path: '^packages/nest-delay/src/(delay[.]service|delay[.]module|delay[.]explorer|admin/|testing/|index|internal)',
-      },
-    },
+    ...layerRules,
     {
       name: 'package-never-imports-the-app',
       severity: 'error',
@@ -78,9 +80,13 @@ module.exports = {
     {
       name: 'app-uses-the-package-by-name',
       severity: 'error',
-      comment: 'The app imports nest-delay, nest-delay/testing or nest-delay/internal, never its files.',
+      comment:
+        'The app imports nest-delay, nest-delay/testing or nest-delay/internal, never its files.',
       from: { path: '^src/' },
-      to: { path: '^packages/nest-delay/src/' , pathNot: ['^packages/nest-delay/src/(index|internal|testing/index)[.]ts$'] },
+      to: {
+        path: '^packages/nest-delay/src/',
+        pathNot: ['^packages/nest-delay/src/(index|internal|testing/index)[.]ts$'],
+      },
     },
   ],
   options: {
@@ -88,6 +94,9 @@ module.exports = {
     exclude: { path: ['(^|/)dist/', '[.]spec[.]ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
   },
 };

@@ -68,7 +68,7 @@ describe('the import rules checked by npm run lint', () => {
       [pkg('store/sql.ts')]:
         `import { run } from '../claim/claim-runner.js';\nexport const sql = run;\n`,
     });
-    expect(report).toMatch(/error store-below-features/);
+    expect(report).toMatch(/error layer-store/);
   });
 
   it('refuse a wheel that imports a clock', async () => {
@@ -86,7 +86,34 @@ describe('the import rules checked by npm run lint', () => {
       [pkg('limits/limit-gate.ts')]:
         `import { runtime } from '../runtime/delay.runtime.js';\nexport const g = runtime;\n`,
     });
-    expect(report).toMatch(/error features-below-runtime/);
+    expect(report).toMatch(/error layer-limits/);
+  });
+
+  it('refuse limits reaching up to the claim, even for a type', async () => {
+    const report = await cruise({
+      [pkg('claim/claim-runner.ts')]: `export interface ClaimRunner { run(): void }\n`,
+      [pkg('limits/gate-claims.ts')]:
+        `import type { ClaimRunner } from '../claim/claim-runner.js';\nexport type G = ClaimRunner;\n`,
+    });
+    expect(report).toMatch(/error layer-limits/);
+  });
+
+  it('pass a public service in a feature folder that reaches the runtime', async () => {
+    const report = await cruise({
+      [pkg('runtime/delay.runtime.ts')]: `export const runtime = 1;\n`,
+      [pkg('limits/delay-limits.service.ts')]:
+        `import { runtime } from '../runtime/delay.runtime.js';\nexport const s = runtime;\n`,
+    });
+    expect(report).toMatch(/no dependency violations found/);
+  });
+
+  it('refuse the root types reaching a public service', async () => {
+    const report = await cruise({
+      [pkg('delay.service.ts')]: `export const service = 1;\n`,
+      [pkg('task.types.ts')]:
+        `import { service } from './delay.service.js';\nexport const t = service;\n`,
+    });
+    expect(report).toMatch(/error layer-base/);
   });
 
   it("refuse the app importing the package's files instead of its name", async () => {

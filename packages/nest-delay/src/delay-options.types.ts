@@ -1,8 +1,8 @@
 // The options' shapes, apart from how they are resolved (delay.options.ts),
 // so that option-keys.ts can list their keys without an import cycle.
-import type { TaskLimit } from './limits/task-limit.js';
+import type { TaskLimit } from './task-limit.js';
 import type { Duration } from './duration.js';
-import type { DelayObserver } from './observer/delay-observer.js';
+import type { DelayObserver } from './delay-observer.js';
 
 export interface RetryPolicy {
   /** Attempts before a task is dead-lettered (default 5); a task may set its own. */

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
-import type { DelayObserver } from './observer/delay-observer.js';
+import type { DelayObserver } from './delay-observer.js';
 import { assertKnownOptions } from './option-keys.js';
 import type {
   Backoff,

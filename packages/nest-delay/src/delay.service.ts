@@ -27,7 +27,7 @@ import {
 import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
 import { cancelEntityTasks, rescheduleEntityTasks } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
-import { normalizeRegistered } from './registered-request.js';
+import { normalizeRegistered } from './tasks/registered-request.js';
 import { statsSnapshot } from './stats-snapshot.js';
 import type { DelayStats } from './delay-stats.js';
 import type { EntityManager } from 'typeorm';

@@ -7,7 +7,7 @@ import {
 } from './delay.options.js';
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
-import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './limits/task-limit.js';
+import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
 import { assertKnownHandlerOptions } from './option-keys.js';
 import type { TaskOutcome } from './task-outcome.js';

@@ -6,7 +6,7 @@ export { DelayService } from './delay.service.js';
 export { DelaySchedules } from './schedules/delay-schedules.service.js';
 export { RecurringTask } from './schedules/recurring-task.decorator.js';
 export { DelayLimits, type TypeLimitInfo } from './limits/delay-limits.service.js';
-export type { LimitChange, ResolvedLimit, TaskLimit } from './limits/task-limit.js';
+export type { LimitChange, ResolvedLimit, TaskLimit } from './task-limit.js';
 export type {
   CatchUp,
   Occurrence,
@@ -73,5 +73,5 @@ export type {
   TaskFailedEvent,
   TaskScheduledEvent,
   TaskSnoozedEvent,
-} from './observer/delay-observer.js';
+} from './delay-observer.js';
 export { currentTask, type CurrentTask } from './observer/task-scope.js';

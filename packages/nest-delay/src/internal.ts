@@ -14,5 +14,5 @@ export { parseDuration, tryParseDuration } from './duration.js';
 export { AfterCommit } from './observer/after-commit.js';
 export { SystemClock } from './clock/index.js';
 export { DEFAULT_COUNT_CAP, MAX_PAGE } from './admin/delay-admin.service.js';
-export { PeriodicRound } from './runtime/periodic-round.js';
+export { PeriodicRound } from './context/periodic-round.js';
 export { readTimeline } from './admin/entity-timeline.js';

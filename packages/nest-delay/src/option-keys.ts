@@ -1,4 +1,4 @@
-import type { TaskLimit } from './limits/task-limit.js';
+import type { TaskLimit } from './task-limit.js';
 import type {
   DelayModuleOptions,
   HandlerOptions,
@@ -7,7 +7,7 @@ import type {
 } from './delay-options.types.js';
 import { closest } from './closest-name.js';
 import { UnknownOptionError } from './errors/unknown-option.error.js';
-import type { DelayObserver } from './observer/delay-observer.js';
+import type { DelayObserver } from './delay-observer.js';
 
 // The keys each options object may have; `satisfies` fails the build when an
 // interface gains or loses one and its list does not follow.

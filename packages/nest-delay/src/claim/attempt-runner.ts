@@ -1,8 +1,8 @@
 import { errorText, noHandlerAtRun } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
-import type { DelayContext } from '../runtime/delay-context.js';
-import { CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
+import type { DelayContext } from '../context/delay-context.js';
+import { CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';

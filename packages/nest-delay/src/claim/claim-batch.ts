@@ -20,10 +20,10 @@ import {
   type Fate,
   type TransitionRules,
 } from '../tasks/task-transitions.js';
-import type { DelayContext } from '../runtime/delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './handler-deadline.js';
-import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../runtime/tuning.js';
+import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import type { BatchResult, ClaimParams } from './claim-params.js';
 
 export type { BatchResult, ClaimParams } from './claim-params.js';

@@ -3,9 +3,10 @@ import { errorText } from '../delay.messages.js';
 import { retryDelayMs } from '../delay.options.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import type { GateClaim, LimitGate } from '../limits/limit-gate.js';
-import type { DelayContext } from '../runtime/delay-context.js';
-import { FAILED_CLAIM_RETRY_MIN_MS } from '../runtime/tuning.js';
+import type { LimitGate } from '../limits/limit-gate.js';
+import type { LineClaim } from '../limits/gate-claims.js';
+import type { DelayContext } from '../context/delay-context.js';
+import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
 import { claimConnection, type ClaimConnection } from '../store/sql.js';
 import { isPoolerAnswer } from '../store/prepared-statements.js';
 import type { TaskId } from '../task.types.js';
@@ -31,14 +32,6 @@ export interface ClaimHost {
   queueAlone(id: TaskId): void;
   /** The claim of these ids is over: they may be queued again. */
   claimEnded(ids: TaskId[]): void;
-}
-
-/** A gate's claim: its line, and what to do once each handler started. */
-export interface LineClaim {
-  gated: GateClaim;
-  /** The rate credits taken for its starts, one a task (undefined: none taken, no rate known here). */
-  credits?: number[];
-  onStart?: () => void;
 }
 
 /**

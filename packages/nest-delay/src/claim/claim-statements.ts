@@ -7,31 +7,14 @@ import {
   seatLockKey,
 } from '../limits/limit-statements.js';
 import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
-import type { DueRow, TaskRow } from '../tasks/task-row.js';
-import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import type { ClaimRow, DueRow } from '../tasks/task-row.js';
+import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
 import { startedEvents } from '../tasks/task-events.js';
 import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 
-/** A claimed row: the task with `executed_at` set and this attempt counted. */
-export interface ClaimRow extends TaskRow {
-  /** The trace context it was scheduled in (kept through retries, snoozes and revives). */
-  trace_context: TraceCarrier | null;
-  /** An occurrence of a recurring schedule: its name, its instant and the one before. */
-  schedule_name: string | null;
-  occurrence_at: Date | null;
-  previous_occurrence_at: Date | null;
-  /** An occurrence's schedule's overlap policy (null for a one-off task, or a schedule since removed). */
-  overlap: 'allow' | 'skip' | null;
-}
-
-/** A due task of a limited (or paused) type, returned unclaimed for the limit gate. */
-export interface GatedRow {
-  id: TaskId;
-  type: string;
-  payload: unknown;
-  dueAtMs: number;
-}
+export type { ClaimRow } from '../tasks/task-row.js';
+export type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 
 /** What one claim statement took, and what it left for a claim of its own. */
 export interface Claimed {
@@ -50,15 +33,6 @@ export interface Claimed {
 }
 
 // --- [limits] the gate's claim of a line's tasks (issue 27; limits/limit-statements.ts) ---
-/**
- * Why a gate's claim of a task was refused, decided by the database in the
- * claim statement: the type is paused (or a pause is being committed),
- * its concurrency seats are all held elsewhere, or a rate is in force and
- * the claim holds no credit for it (its instance's picture of the limits was
- * stale, or its credits were reaped by a takeover).
- */
-export type LineRefusal = 'paused' | 'busy' | 'unpaced';
-
 /** How a claim treats limited types (see limit-statements.ts). */
 export type ClaimGating =
   /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */

@@ -2,7 +2,7 @@ import type { TaskWheel } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { GateClaims } from '../limits/gate-claims.js';
 import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import type { TaskId } from '../task.types.js';
 import { ClaimPacing } from './claim-pacing.js';
 import { ClaimQueue } from './claim-queue.js';

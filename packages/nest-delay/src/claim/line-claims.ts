@@ -1,5 +1,5 @@
 import { pauseWaitingProbe } from '../limits/limit-statements.js';
-import { GATE_CLAIM_MAX_MS } from '../runtime/tuning.js';
+import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';

@@ -1,6 +1,6 @@
 import { forgetAttempts } from './attempt-statements.js';
 import type { ClaimConnection, Sql } from '../store/sql.js';
-import { FORGET_STOPPED_INTERVAL_MS, FORGET_STOPPED_TRIES } from '../runtime/tuning.js';
+import { FORGET_STOPPED_INTERVAL_MS, FORGET_STOPPED_TRIES } from '../context/tuning.js';
 
 /**
  * The dispatcher's book of attempt notes: which claim connection runs which

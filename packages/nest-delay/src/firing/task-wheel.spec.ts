@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { ResolvedDelayOptions } from '../delay.options.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import type { DelayContext } from '../runtime/delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import { TaskWheel } from './task-wheel.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 

@@ -7,7 +7,7 @@ import {
 } from '../wheel/index.js';
 import type { TaskId } from '../task.types.js';
 import { stateOf, type TaskRow } from '../tasks/task-row.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { TickDriver } from './tick-driver.js';
 import { errorText } from '../delay.messages.js';
 

@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from '../clock/index.js';
 import type { DueEntry, DueQueue, TimingWheel } from '../wheel/index.js';
-import { HANDOUT } from '../runtime/tuning.js';
+import { HANDOUT } from '../context/tuning.js';
 
 export interface TickDriverOptions<V> {
   wheel: TimingWheel<V>;

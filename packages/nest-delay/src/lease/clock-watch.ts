@@ -2,7 +2,7 @@ import { DatabaseClock, SystemClock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import { databaseNowMs } from './lease-statements.js';
 import type { Database } from '../store/sql.js';
-import { CLOCK_CORRECTION_ALARM_MS, START_CLOCK_SAMPLES } from '../runtime/tuning.js';
+import { CLOCK_CORRECTION_ALARM_MS, START_CLOCK_SAMPLES } from '../context/tuning.js';
 
 /**
  * The module's default clock: the system clock corrected to the database's,

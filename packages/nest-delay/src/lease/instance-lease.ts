@@ -9,11 +9,11 @@ import {
 } from './lease-statements.js';
 import { forgetSettledAttempts } from '../claim/attempt-statements.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { ClockWatch } from './clock-watch.js';
-import { PeriodicRound } from '../runtime/periodic-round.js';
+import { PeriodicRound } from '../context/periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
-import { ORPHAN_SWEEP_EVERY } from '../runtime/tuning.js';
+import { ORPHAN_SWEEP_EVERY } from '../context/tuning.js';
 
 /**
  * This instance's lease in `delay_instance`, and the takeover of instances

@@ -1,6 +1,6 @@
 import type { Dispatcher } from '../claim/dispatcher.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
-import type { DelayContext } from '../runtime/delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import type { Sql } from '../store/sql.js';
 import { StrandedSweep } from './stranded-sweep.js';
 

@@ -1,8 +1,8 @@
 import { findPendingByIds } from '../claim/claim-statements.js';
 import type { Dispatcher } from '../claim/dispatcher.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
-import type { DelayContext } from '../runtime/delay-context.js';
-import { STRANDED_MARGIN_MS, STRANDED_PAGE } from '../runtime/tuning.js';
+import type { DelayContext } from '../context/delay-context.js';
+import { STRANDED_MARGIN_MS, STRANDED_PAGE } from '../context/tuning.js';
 import type { TaskId } from '../task.types.js';
 import type { DueRow } from '../tasks/task-row.js';
 import { findLeasedOverdue } from './lease-statements.js';

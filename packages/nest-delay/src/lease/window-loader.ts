@@ -1,8 +1,8 @@
 import { errorText } from '../delay.messages.js';
 import { leaseDueTasks } from './lease-statements.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
-import { PeriodicRound } from '../runtime/periodic-round.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
+import { PeriodicRound } from '../context/periodic-round.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
 import type { StrandedSweep } from './stranded-sweep.js';
 

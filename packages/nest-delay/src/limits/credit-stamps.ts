@@ -1,5 +1,5 @@
 import { errorText } from '../delay.messages.js';
-import type { DelayContext } from '../runtime/delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import { stampCredits, type StartedCredit } from './credit-statements.js';
 
 /** Tries of one batch of stamps before its credits are left in flight. */

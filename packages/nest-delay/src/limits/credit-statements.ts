@@ -1,6 +1,6 @@
 import type { Sql } from '../store/sql.js';
 import { declaredColumn } from './limit-statements.js';
-import type { ResolvedLimit } from './task-limit.js';
+import type { ResolvedLimit } from '../task-limit.js';
 
 /**
  * The rate credits' ledger, `delay_limit_credit` (the protocol is in

@@ -5,7 +5,7 @@ import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import { countWaiting, readTypeLimits, setPaused, writeOverride } from './limit-statements.js';
 import { LimitBook } from './limit-book.js';
-import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from './task-limit.js';
+import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from '../task-limit.js';
 
 /** `waiting` counts stop here: a backlog this large reads as "at least". */
 export const WAITING_COUNT_CAP = 100_000;

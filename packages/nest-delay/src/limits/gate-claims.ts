@@ -1,9 +1,41 @@
 import { errorText } from '../delay.messages.js';
-import type { ClaimRunner } from '../claim/claim-runner.js';
-import type { DelayContext } from '../runtime/delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import type { GateClaim, GateItem, GateOutcome, LimitGate } from './limit-gate.js';
+import type { LineRefusal } from './gate-line.types.js';
+import type { TaskId } from '../task.types.js';
 import { reapCredits, returnCredit, takeCredits, type TakenCredit } from './credit-statements.js';
 import { CreditStamps } from './credit-stamps.js';
+
+/** A gate's claim: its line, and what to do once each handler started. */
+export interface LineClaim {
+  gated: GateClaim;
+  /** The rate credits taken for its starts, one a task (undefined: none taken, no rate known here). */
+  credits?: number[];
+  onStart?: () => void;
+}
+
+/** What a gate's claim came to, as the gate needs it. */
+export interface LineClaimEnd {
+  claimedIds: Set<TaskId>;
+  /** Not tried: a refusal, or the claim's time ran out. */
+  left: TaskId[];
+  /** Their last attempt was cut off: each runs alone. */
+  deferred: TaskId[];
+  refused: LineRefusal | null;
+}
+
+/** The claim side, as a gate's claim uses it (ClaimRunner): limits sit below claims and name only this. */
+export interface LineClaimRunner {
+  /** The time limits are kept in: the database's (null) unless the module runs on a clock of a test's. */
+  limitNowMs(): number | null;
+  run(
+    ids: TaskId[],
+    alone: boolean,
+    line: LineClaim,
+  ): Promise<LineClaimEnd | 'cut-off' | undefined>;
+  holdAll(ids: TaskId[], dueAtMs: number): void;
+  retrySoonMs(): number;
+}
 
 /**
  * The limits' side of a gate's claim of one line's tasks: rate credits
@@ -23,7 +55,7 @@ export class GateClaims {
   constructor(
     private readonly ctx: DelayContext,
     private readonly gate: LimitGate,
-    private readonly runner: ClaimRunner,
+    private readonly runner: LineClaimRunner,
   ) {
     this.stamps = new CreditStamps(
       ctx,

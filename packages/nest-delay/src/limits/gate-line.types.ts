@@ -1,5 +1,22 @@
 import type { TaskId } from '../task.types.js';
-import type { ResolvedLimit } from './task-limit.js';
+import type { ResolvedLimit } from '../task-limit.js';
+
+/** A due task of a limited (or paused) type, returned unclaimed by a claim of fired tasks for the limit gate. */
+export interface GatedRow {
+  id: TaskId;
+  type: string;
+  payload: unknown;
+  dueAtMs: number;
+}
+
+/**
+ * Why a gate's claim of a task was refused, decided by the database in the
+ * claim statement: the type is paused (or a pause is being committed),
+ * its concurrency seats are all held elsewhere, or a rate is in force and
+ * the claim holds no credit for it (its instance's picture of the limits was
+ * stale, or its credits were reaped by a takeover).
+ */
+export type LineRefusal = 'paused' | 'busy' | 'unpaced';
 
 /**
  * The shapes of the limit gate's lines (GateLines): a task waiting, a line,

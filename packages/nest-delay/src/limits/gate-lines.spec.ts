@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { GateLines, type GateLinesConfig } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import type { ResolvedLimit } from './task-limit.js';
+import type { ResolvedLimit } from '../task-limit.js';
 
 const config: GateLinesConfig = {
   batchSize: 50,

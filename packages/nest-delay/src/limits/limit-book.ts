@@ -1,5 +1,5 @@
 import type { TypeLimitRow } from './limit-statements.js';
-import { isLimited, NO_LIMIT, type ResolvedLimit } from './task-limit.js';
+import { isLimited, NO_LIMIT, type ResolvedLimit } from '../task-limit.js';
 
 /** One type's limits as this instance last knew them. */
 export interface TypeLimits {

@@ -1,11 +1,11 @@
 import type { TimerHandle } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import type { GatedRow } from '../claim/claim-statements.js';
+import type { GatedRow } from './gate-line.types.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
-import { PeriodicRound } from '../runtime/periodic-round.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
+import { PeriodicRound } from '../context/periodic-round.js';
 import {
   GATE_CAPACITY_MIN,
   GATE_CAPACITY_PAGES,
@@ -13,11 +13,11 @@ import {
   LIMIT_BUSY_FIRST_RETRY_MS,
   LIMIT_BUSY_MAX_RETRY_MS,
   LIMIT_REFRESH_MS,
-} from '../runtime/tuning.js';
+} from '../context/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
 import { declareLimits, findWaiting, freeSeats, readTypeLimits } from './limit-statements.js';
-import { limitKeyOf, NO_LIMIT } from './task-limit.js';
+import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
 

@@ -1,4 +1,4 @@
-import type { ResolvedLimit } from './task-limit.js';
+import type { ResolvedLimit } from '../task-limit.js';
 import type { Sql } from '../store/sql.js';
 import { PENDING } from '../tasks/pending.js';
 import type { DueRow } from '../tasks/task-row.js';

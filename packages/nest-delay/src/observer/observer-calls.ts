@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { errorText } from '../delay.messages.js';
-import type { DelayObserver } from './delay-observer.js';
+import type { DelayObserver } from '../delay-observer.js';
 
 type EventOf<K extends keyof DelayObserver> = Parameters<NonNullable<DelayObserver[K]>>[0];
 

@@ -1,9 +1,9 @@
 import { errorText } from '../delay.messages.js';
 import { pruneCredits } from '../limits/credit-statements.js';
 import { pruneTasks } from './prune-statements.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
-import { PeriodicRound } from '../runtime/periodic-round.js';
-import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from '../runtime/tuning.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
+import { PeriodicRound } from '../context/periodic-round.js';
+import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from '../context/tuning.js';
 
 /**
  * Deletes finished tasks once they are older than the retention (executed

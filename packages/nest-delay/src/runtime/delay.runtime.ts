@@ -18,7 +18,7 @@ import { Database } from '../store/sql.js';
 import { PreparedStatements } from '../store/prepared-statements.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
 import { BacklogDrainer } from '../lease/backlog-drainer.js';
-import type { DelayContext } from './delay-context.js';
+import type { DelayContext } from '../context/delay-context.js';
 import { Dispatcher } from '../claim/dispatcher.js';
 import { InstanceLease } from '../lease/instance-lease.js';
 import { Pruner } from '../retention/pruner.js';
@@ -30,7 +30,11 @@ import { StrandedSweep } from '../lease/stranded-sweep.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
 import { shutdownHooksMissing } from './shutdown-hooks.js';
-import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES, STRANDED_MARGIN_MS } from './tuning.js';
+import {
+  SHUTDOWN_HOOKS_CHECK_MS,
+  START_CLOCK_SAMPLES,
+  STRANDED_MARGIN_MS,
+} from '../context/tuning.js';
 
 /**
  * The services behind DelayService, started at application bootstrap (after

@@ -20,10 +20,9 @@ import {
 import { overdueAfterMs } from './catch-up.js';
 import { planRetryDelayMs } from './plan-failure.js';
 import type { Sql } from '../store/sql.js';
-import type { DelayContext, LifecycleService } from '../runtime/delay-context.js';
-import { PeriodicRound } from '../runtime/periodic-round.js';
-import { SCHEDULES_PER_PLAN } from '../runtime/tuning.js';
-import type { WindowLoader } from '../lease/window-loader.js';
+import type { DelayContext, LifecycleService } from '../context/delay-context.js';
+import { PeriodicRound } from '../context/periodic-round.js';
+import { SCHEDULES_PER_PLAN } from '../context/tuning.js';
 
 /** What planning has done on this instance since it started. */
 export interface PlanningCounts {
@@ -53,7 +52,8 @@ export class SchedulePlanner implements LifecycleService {
     private readonly ctx: DelayContext,
     private readonly handlers: HandlerRegistry,
     private readonly declared: ScheduleRegistry,
-    private readonly loader: WindowLoader,
+    /** Leases what this plan inserted within the window (the window loader). */
+    private readonly loader: { refresh(): Promise<void> },
   ) {
     this.rounds = new PeriodicRound(
       ctx.clock,

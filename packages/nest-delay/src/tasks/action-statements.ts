@@ -1,6 +1,6 @@
 import type { TaskRef } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
-import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import type { TraceCarrier } from '../trace-carrier.js';
 import type { InsertedRow } from './insert-statements.js';
 import type { NormalizedRequest } from './schedule-request.js';
 import { PENDING, pendingIn } from './pending.js';

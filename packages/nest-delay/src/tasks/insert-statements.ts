@@ -4,7 +4,7 @@ import type { TaskId } from '../task.types.js';
 import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
-import type { TraceCarrier } from '../tracing/trace-carrier.js';
+import type { TraceCarrier } from '../trace-carrier.js';
 import { named, recordEvents, traceIdOf } from './task-events.js';
 
 /** The event of a new task with an entity, for a CTE over rows inserted at `$now`. */

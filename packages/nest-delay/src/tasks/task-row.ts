@@ -1,4 +1,5 @@
 import type { DelayedTask, TaskId, TaskState } from '../task.types.js';
+import type { TraceCarrier } from '../trace-carrier.js';
 
 /** A `delayed_task` row as `pg` returns it: bigint as a decimal string, jsonb parsed. */
 export interface TaskRow {
@@ -17,6 +18,18 @@ export interface TaskRow {
   locked_by: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+/** A claimed row: the task with `executed_at` set and this attempt counted. */
+export interface ClaimRow extends TaskRow {
+  /** The trace context it was scheduled in (kept through retries, snoozes and revives). */
+  trace_context: TraceCarrier | null;
+  /** An occurrence of a recurring schedule: its name, its instant and the one before. */
+  schedule_name: string | null;
+  occurrence_at: Date | null;
+  previous_occurrence_at: Date | null;
+  /** An occurrence's schedule's overlap policy (null for a one-off task, or a schedule since removed). */
+  overlap: 'allow' | 'skip' | null;
 }
 
 /** Just what the wheel needs to hold a task. */

@@ -1,9 +1,9 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { Context, Span, Tracer } from '@opentelemetry/api';
-import type { ClaimRow } from '../claim/claim-statements.js';
+import type { ClaimRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
 import type { Fate } from '../tasks/task-transitions.js';
-import { parseTraceParent, type TraceCarrier } from './trace-carrier.js';
+import { parseTraceParent, type TraceCarrier } from '../trace-carrier.js';
 
 /**
  * `delay.task.outcome`: what the run a span covers came to, in an operator's

@@ -1,6 +1,6 @@
 import type * as OtelApi from '@opentelemetry/api';
 import type { Tracer } from '@opentelemetry/api';
-import { formatTraceParent, type TraceCarrier } from './trace-carrier.js';
+import { formatTraceParent, type TraceCarrier } from '../trace-carrier.js';
 import { PassSpans } from './pass-spans.js';
 
 /** `@opentelemetry/api`, as a dynamic import gives it (its named exports, or them as `default`). */

@@ -3,7 +3,7 @@
  * said beside each). Measured effects belong in bench/HISTORY.md, not here.
  *
  * Not here, on purpose: bounds that options and API calls are checked
- * against (limits/task-limit.ts, admin/delay-admin.service.ts, the limits'
+ * against (task-limit.ts, admin/delay-admin.service.ts, the limits'
  * WAITING_COUNT_CAP), part of what a caller sees rather than tuning; the
  * pure wheel's and clock's own sizes (wheel/, clock/database-clock.ts),
  * whose folders import nothing; and the planner's per-round bounds

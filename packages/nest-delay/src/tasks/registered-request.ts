@@ -1,8 +1,8 @@
-import { DelayValidationError } from './errors/delay-validation.error.js';
-import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
-import type { HandlerRegistry } from './handler-registry.js';
-import { normalizeScheduleRequest, type NormalizedRequest } from './tasks/schedule-request.js';
-import type { ScheduleRequest } from './task.types.js';
+import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import type { HandlerRegistry } from '../handler-registry.js';
+import { normalizeScheduleRequest, type NormalizedRequest } from './schedule-request.js';
+import type { ScheduleRequest } from '../task.types.js';
 
 /**
  * A schedule request checked and normalized (normalizeScheduleRequest), for

@@ -1,4 +1,4 @@
-import type { TaskId } from '../task.types.js';
+import type { TaskId } from './task.types.js';
 
 /** The task an event is about: enough to log it and count it by type. */
 export interface TaskEventTask {

@@ -1,4 +1,4 @@
-import { parseDuration, type Duration } from '../duration.js';
+import { parseDuration, type Duration } from './duration.js';
 
 /**
  * A shared limit on one task type, held across every instance (see
