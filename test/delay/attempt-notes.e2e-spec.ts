@@ -206,7 +206,7 @@ describeWithServer('attempt notes of live claims', () => {
   });
 });
 
-describeWithServer('a batch rerun fenced after a failure in its optimistic pass', () => {
+describeWithServer('a batch rerun with savepoints after a failure in its optimistic pass', () => {
   const app = useDelayTestApp({ concurrency: 1, retry: { baseDelay: '10s', jitter: 0 } });
 
   // The optimistic pass rolls back and the batch runs again with savepoints.

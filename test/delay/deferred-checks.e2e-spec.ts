@@ -19,7 +19,7 @@ class DeferredHandlers {
     await context.manager.query(`INSERT INTO deferred_child (parent_id) VALUES (-1)`);
   }
 
-  /** The same under a concurrency limit: its claim (the limit gate's) is fenced from the start. */
+  /** The same under a concurrency limit: its claim (the limit gate's) runs with savepoints from the start. */
   @DelayedTaskHandler('deferred.limited-breaks-fk', { maxAttempts: 1, limit: { concurrency: 1 } })
   async limitedBreaksForeignKey(_payload: unknown, context: TaskContext) {
     await recordEffect(context.manager, context);
@@ -111,7 +111,7 @@ describe('a handler that breaks a deferred constraint', () => {
     expect(await t.query(`SELECT code FROM deferred_code`)).toEqual([{ code: 'A' }]);
   });
 
-  it('a batch-mate that relies on deferral within its own writes still commits when the batch reruns fenced', async () => {
+  it('a batch-mate that relies on deferral within its own writes still commits when the batch reruns with savepoints', async () => {
     const mate = await t.delay.schedule({
       type: 'deferred.child-first',
       payload: { id: 7 },
@@ -130,7 +130,7 @@ describe('a handler that breaks a deferred constraint', () => {
     expect(await t.delay.get({ id: breaker.id })).toMatchObject({ state: 'pending', attempts: 1 });
   });
 
-  it('of a limited type (its claim fenced from the start) fails alone too', async () => {
+  it('of a limited type (its claim runs with savepoints from the start) fails alone too', async () => {
     const task = await t.delay.schedule({ type: 'deferred.limited-breaks-fk', delay: 0 });
     const mate = await t.delay.schedule({ type: 'test.effect', delay: 0 });
     const report = await t.tester.runDue();

@@ -539,8 +539,12 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     const revived = await t.delay.revive({ id: task.id });
     expect(revived).toMatchObject({ id: task.id, state: 'pending', attempts: 0 });
     // A pending task cannot be revived, and the error says so in the word used.
-    await expect(t.delay.revive({ id: task.id })).rejects.toThrow(/only a dead-lettered task can be revived/);
-    await expect(t.delay.retry({ id: task.id })).rejects.toThrow(/only a dead-lettered task can be retried/);
+    await expect(t.delay.revive({ id: task.id })).rejects.toThrow(
+      /only a dead-lettered task can be revived/,
+    );
+    await expect(t.delay.retry({ id: task.id })).rejects.toThrow(
+      /only a dead-lettered task can be retried/,
+    );
     expect(await t.delay.cancel({ id: task.id })).toMatchObject({ state: 'cancelled' });
   });
 
@@ -645,7 +649,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     const before = t.delay.stats();
     const report = await t.tester.advance('1m');
     const after = t.delay.stats();
-    // One transaction: the optimistic pass failed, the fenced rerun committed.
+    // One transaction: the optimistic pass failed, the rerun with savepoints committed.
     expect(after.batches - before.batches).toBe(1);
     expect(after.reruns - before.reruns).toBe(1);
     expect(report).toMatchObject({
@@ -683,7 +687,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     await t.delay.cancel({ id: tasks[4].id });
   });
 
-  it('a handler that only hid a failed statement: COMMIT rolled back, the batch reran fenced', async () => {
+  it('a handler that only hid a failed statement: COMMIT rolled back, the batch reran with savepoints', async () => {
     await t.quiesce();
     const due = t.clock.now() + MINUTE;
     const tasks = [];

@@ -238,7 +238,7 @@ describeWithPgbouncer('behind PgBouncer in transaction mode', () => {
 
 @Injectable()
 class CommitFailures {
-  /** Its row breaks a deferred foreign key: the claim's COMMIT fails, and the batch reruns fenced. */
+  /** Its row breaks a deferred foreign key: the claim's COMMIT fails, and the batch reruns with savepoints. */
   @DelayedTaskHandler('test.fails-at-commit')
   async failsAtCommit(_payload: unknown, { manager }: TaskContext) {
     await manager.query(`INSERT INTO deferred_child (parent_id) VALUES (-1)`);
@@ -254,7 +254,7 @@ class CommitFailuresModule {}
  * too: the deferred constraints are checked (SET CONSTRAINTS ALL IMMEDIATE)
  * in the message before COMMIT, so their failure leaves the transaction
  * open, and the claim rolls back and begins again in one message (the rerun,
- * fenced, charges the task that broke the constraint), so PgBouncer never
+ * with savepoints, charges the task that broke the constraint), so PgBouncer never
  * gets the session back with the lock on it. (Before the first fix, each
  * such claim left one lock on a pooled session for server_lifetime; before
  * the second, the claim failed as a whole and was retried every second,

@@ -58,7 +58,7 @@ export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]>
  * a statement without parameters, is sent last in the same message, inside
  * the claim's transaction: a claim of fired tasks saves a round trip (see
  * claimInScript). `withDeferrable`: the note also reads whether the
- * database has deferrable constraints (so whether a fence checks them; see
+ * database has deferrable constraints (so whether a savepoint step checks them; see
  * DeferrableMemo), returned as `deferrable`. Returns the claim's rows.
  */
 export async function recordAttemptAndBegin(
@@ -100,7 +100,7 @@ export function unlockNoteOnceGone(noteId: string): string {
      WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }
 
-/** Whether the database has constraints a COMMIT checks (see ClaimConnection.fence). */
+/** Whether the database has constraints a COMMIT checks (see ClaimConnection.savepoint). */
 const DEFERRABLE = `EXISTS (SELECT 1 FROM pg_constraint WHERE condeferrable)
               OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgdeferrable)`;
 

@@ -28,7 +28,7 @@ import type { BatchResult, ClaimParams } from './claim-params.js';
 
 export type { BatchResult, ClaimParams } from './claim-params.js';
 
-/** The optimistic pass failed: rerun fenced, with the fates its failures already decided. */
+/** The optimistic pass failed: rerun with savepoints, with the fates its failures already decided. */
 class Redo {
   constructor(readonly failures: Map<TaskId, Fate>) {}
 }
@@ -71,7 +71,7 @@ export class ClaimBatch {
     // feel as lateness; a failure costs one rollback, never a second run.
     // The handlers' spans, when an OpenTelemetry SDK records them (see PassSpans).
     const spans = this.ctx.tracing?.pass();
-    if (plan.fenced) {
+    if (plan.savepoints) {
       const result = await this.pass(connection, ids, plan, new Map(), spans);
       if (!(result instanceof Redo)) return result;
       spans?.rolledBack();
@@ -87,7 +87,7 @@ export class ClaimBatch {
     // and its lock is dropped only after a commit (unlockNoteOnceGone).
     await connection.restart(this.backstopMs);
     // COMMIT failed with no handler failing: a deferred constraint added
-    // since the last read may be why, and the fenced pass must check it.
+    // since the last read may be why, and the savepoint pass must check it.
     if (first.failures.size === 0 && plan.deferrable === false) {
       const deferrable = await readDeferrable(connection.sql);
       this.deferrable.read(deferrable, performance.now());
@@ -96,12 +96,12 @@ export class ClaimBatch {
     const result = await this.pass(connection, ids, plan, first.failures, spans);
     if (result instanceof Redo) {
       spans?.rolledBack();
-      throw new Error('a fenced batch cannot be redone');
+      throw new Error('a batch with savepoints cannot be redone');
     }
     return { ...result, rerun: true };
   }
 
-  /** `known` undefined: the optimistic pass; else fenced, with the failures the optimistic pass saw. */
+  /** `known` undefined: the optimistic pass; else with savepoints, with the failures the optimistic pass saw. */
   private async pass(
     connection: ClaimConnection,
     ids: TaskId[],
@@ -118,7 +118,7 @@ export class ClaimBatch {
       let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & { left?: TaskId[] };
       let fates: Fate[] | Redo;
       if (plan.line) {
-        // A gate's claim: one claim statement for the line's tasks (LineClaims), always fenced,
+        // A gate's claim: one claim statement for the line's tasks (LineClaims), always with savepoints,
         // asking before each start whether a pause waits; what did not start is put back.
         const line = new LineClaims(
           sql,
@@ -128,7 +128,7 @@ export class ClaimBatch {
           connection.literal,
         );
         await line.take();
-        fates = await this.runFenced(connection, line, plan, known ?? new Map(), spans);
+        fates = await this.runWithSavepoints(connection, line, plan, known ?? new Map(), spans);
         await line.putBack();
         claimed = line.started;
         taken = { deferred: line.deferred, gated: [], refused: line.refused, left: line.left };
@@ -142,13 +142,13 @@ export class ClaimBatch {
         const rows = claimed.values();
         const next = () => rows.next().value;
         fates = known
-          ? await this.runFenced(connection, { next }, plan, known, spans)
+          ? await this.runWithSavepoints(connection, { next }, plan, known, spans)
           : await this.runOptimistic(connection, claimed, plan, spans);
       }
       if (fates instanceof Redo) return fates;
       // A handler may have swallowed a database error, or broken a deferred
-      // constraint: then nothing commits, and the batch runs again fenced,
-      // where each task's savepoint is checked (see ClaimConnection.fence).
+      // constraint: then nothing commits, and the batch runs again with savepoints,
+      // where each task's savepoint is checked (see ClaimConnection.savepoint).
       // A task claimed alone: its COMMIT shows under its span too.
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
       if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
@@ -229,11 +229,11 @@ export class ClaimBatch {
 
   /**
    * Runs the claimed tasks `source` hands out, each in a savepoint of its
-   * own. A gate's claim (LineClaims) gives a `probe` asked in each fence
+   * own. A gate's claim (LineClaims) gives a `probe` asked in each savepoint step
    * before a start after the first: when it says stop, that task and the
    * rest are not started (`stopBefore`).
    */
-  private async runFenced(
+  private async runWithSavepoints(
     connection: ClaimConnection,
     source: RowSource,
     plan: ClaimParams,
@@ -245,11 +245,11 @@ export class ClaimBatch {
     // Unknown (undefined): checked, the safe side.
     const check = plan.deferrable !== false;
     for (let index = 0, row = source.next(); row; index++, row = source.next()) {
-      // One round trip per fence: the previous task's deferred constraints
+      // One round trip per savepoint step: the previous task's deferred constraints
       // are checked, its savepoint released and this one's taken.
       const probe = index === 0 ? undefined : source.probe;
       const step = index === 0 ? 'first' : 'next';
-      if (!(await this.fence(connection, fates, nowMs, step, check, probe))) {
+      if (!(await this.savepointStep(connection, fates, nowMs, step, check, probe))) {
         source.stopBefore?.(row);
         break;
       }
@@ -261,18 +261,18 @@ export class ClaimBatch {
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch. (After a
     // probe's stop, the savepoint it opened is empty: released here too.)
-    if (fates.length > 0) await this.fence(connection, fates, nowMs, 'last', check);
+    if (fates.length > 0) await this.savepointStep(connection, fates, nowMs, 'last', check);
     return fates;
   }
 
   /**
-   * Takes a step of the fence: closes the previous task's savepoint (if any)
+   * Takes one savepoint step: closes the previous task's savepoint (if any)
    * and opens the next. If that fails, the previous handler returned normally
    * but left the transaction aborted (it swallowed a database error), or its
    * writes break a deferred constraint: its writes are undone and it fails,
    * so the other tasks still commit.
    */
-  private async fence(
+  private async savepointStep(
     connection: ClaimConnection,
     fates: Fate[],
     nowMs: number,
@@ -282,15 +282,15 @@ export class ClaimBatch {
   ): Promise<boolean> {
     let goOn: boolean;
     try {
-      goOn = await connection.fence(step, { probe, check });
+      goOn = await connection.savepoint(step, { probe, check });
     } catch (error) {
       const previous = fates[fates.length - 1];
       // 'first' closes nothing: a failure there is not the task before's.
       if (!previous || step === 'first') throw error;
       await this.rollbackToSavepoint(connection);
-      const failed = fail(previous.row, failedAtFence(error), nowMs, this.rules);
+      const failed = fail(previous.row, failedAtSavepoint(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      goOn = await connection.fence(step, { probe, check });
+      goOn = await connection.savepoint(step, { probe, check });
     }
     AfterCommit.savepoint(connection.runner);
     return goOn;
@@ -354,7 +354,7 @@ export class ClaimBatch {
   }
 }
 
-/** Hands a fenced pass its claimed tasks one at a time (see runFenced). */
+/** Hands a savepoint pass its claimed tasks one at a time (see runWithSavepoints). */
 interface RowSource {
   next(): ClaimRow | undefined;
   probe?: string;
@@ -370,8 +370,8 @@ function leftAborted(error: unknown): string {
   );
 }
 
-/** Why a task's fence failed: a deferred constraint its writes break, or a transaction it left aborted. */
-function failedAtFence(error: unknown): string {
+/** Why a task's savepoint step failed: a deferred constraint its writes break, or a transaction it left aborted. */
+function failedAtSavepoint(error: unknown): string {
   if (!failedDeferredCheck(error)) return leftAborted(error);
   return errorText(
     new Error(`its writes break a constraint checked at commit (${errorText(error)})`),

@@ -17,7 +17,7 @@ export interface BatchResult {
   deferred: TaskId[];
   /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
   fates: Fate[];
-  /** The optimistic pass failed and the batch ran again, fenced task by task. */
+  /** The optimistic pass failed and the batch ran again with a savepoint a task. */
   rerun: boolean;
 }
 
@@ -34,12 +34,12 @@ export interface ClaimParams {
   gating: ClaimGating;
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
   line?: LineGating;
-  /** Run fenced from the start (a savepoint a task), never optimistically then again. */
-  fenced?: boolean;
+  /** Run with savepoints from the start (a savepoint a task), never optimistically then again. */
+  savepoints?: boolean;
   /**
    * The database has deferrable constraints (read with a claim's BEGIN,
-   * see DeferrableMemo): each fence checks them for the task before.
-   * Without any, it skips the check (half a fence's cost); one added since
+   * see DeferrableMemo): each savepoint step checks them for the task before.
+   * Without any, it skips the check (half a savepoint step's cost); one added since
    * the read fails its COMMIT, and the claim is retried, as any claim that
    * could not commit, after reading it again.
    */

@@ -134,8 +134,8 @@ export class ClaimRunner {
           paced: gated.declared.rate !== null,
           credits: line?.credits && { holder: ctx.options.instanceId, taken: line.credits },
         },
-        // A gate's tasks run fenced from the start: a failure never starts a handler twice.
-        fenced: gated !== undefined,
+        // A gate's tasks run with savepoints from the start: a failure never starts a handler twice.
+        savepoints: gated !== undefined,
         deferrable,
         onStart: line?.onStart,
       });

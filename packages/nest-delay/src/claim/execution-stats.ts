@@ -15,7 +15,7 @@ export interface TypeCounts {
 
 export interface ExecutionCounts extends TypeCounts {
   batches: number;
-  /** Batches whose optimistic pass failed and ran again fenced. */
+  /** Batches whose optimistic pass failed and ran again with savepoints. */
   reruns: number;
   byType: Record<string, TypeCounts>;
 }

@@ -26,12 +26,12 @@ export interface LineGating {
  * A gate's claim of one line's tasks: one claim statement takes them all
  * (the database decides, in it, whether the type is paused, takes the
  * line's concurrency seat, and checks the rate credits are still this
- * instance's), and hands them to the fenced pass one at a time, in due order.
+ * instance's), and hands them to the savepoint pass one at a time, in due order.
  *
  * What holds between the starts, without a claim statement each: the claim
  * holds the type's pause lock shared and its instance's lease row locked to
  * its end, so no pause commits and no takeover reaps its credits while it
- * runs. Before each start after the first, the fence's round trip also asks
+ * runs. Before each start after the first, the savepoint step's round trip also asks
  * whether a pause() is waiting (pauseWaitingProbe): then, as once it has run
  * GATE_CLAIM_MAX_MS, it starts no more, and the tasks not started are put
  * back as they were (returnUnstarted) and go back to their line (`left`).
@@ -47,7 +47,7 @@ export class LineClaims {
   left: TaskId[] = [];
   private index = 0;
   private readonly beganMs = performance.now();
-  /** The fence's question before each start after the first: may it go on (no pause waiting)? */
+  /** The savepoint step's question before each start after the first: may it go on (no pause waiting)? */
   readonly probe: string;
 
   constructor(
@@ -97,7 +97,7 @@ export class LineClaims {
     return this.claimed[this.index++];
   }
 
-  /** The fence's probe said stop before `row` started: it and those after it go back. */
+  /** The savepoint step's probe said stop before `row` started: it and those after it go back. */
   stopBefore(row: ClaimRow): void {
     this.index = this.claimed.indexOf(row);
   }

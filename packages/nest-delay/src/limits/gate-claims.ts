@@ -43,7 +43,7 @@ export interface LineClaimRunner {
  * none: the line waits until one frees), then the claim (ClaimRunner), which
  * claims them in one statement (LineClaims: it reads the pause, takes one
  * concurrency seat for them all and checks the credits are still held) and
- * runs them one after another, fenced, so that no handler starts twice.
+ * runs them one after another, with savepoints, so that no handler starts twice.
  * Each credit is stamped once its handler has started (CreditStamps, many
  * in a statement); those unused are put back. What the claim came to goes back to the gate
  * (LimitGate.ended).

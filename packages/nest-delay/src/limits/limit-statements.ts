@@ -108,7 +108,7 @@ export async function setPaused(sql: Sql, type: string, paused: boolean, now: Da
 /**
  * A statement (its type quoted in) whose one boolean says no pause() of the
  * type is waiting: a running gate claim asks it before each start after its
- * first, in its fence's round trip, and stops when a pause waits. A session
+ * first, in its savepoint step's round trip, and stops when a pause waits. A session
  * lock tried shared and let go in the same statement, so nothing is held
  * after it (a pooler in transaction mode keeps no lock with the session).
  */

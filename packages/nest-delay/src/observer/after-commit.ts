@@ -31,7 +31,7 @@ export class AfterCommit implements EntitySubscriberInterface {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * A savepoint taken with plain SQL (the claim's per-task fence), which
+   * A savepoint taken with plain SQL (the claim's per-task savepoint step), which
    * TypeORM's events do not report: what is queued from here on is undone by
    * `rolledBackToSavepoint`.
    */

@@ -138,7 +138,7 @@ export interface ClaimConnection {
    */
   commit(after: string): Promise<boolean>;
   /**
-   * The savepoints of a fenced pass, one a task, each step one round trip:
+   * The savepoints of a savepoint pass, one a task, each step one round trip:
    * `first` takes the first task's; `next` checks the deferred constraints of
    * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
    * next one's; `last` checks and releases the last task's. A failed check
@@ -148,7 +148,7 @@ export interface ClaimConnection {
    * whether to go on, is sent last in the same round trip; its answer is
    * returned (true without one).
    */
-  fence(
+  savepoint(
     step: 'first' | 'next' | 'last',
     options?: { check?: boolean; probe?: string },
   ): Promise<boolean>;
@@ -178,7 +178,7 @@ export function failedDeferredCheck(error: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('23') || code.startsWith('P0'));
 }
 
-/** A task's savepoint in a fenced pass. */
+/** A task's savepoint in a savepoint pass. */
 const SAVEPOINT = 'delayed_task';
 
 /**
@@ -186,22 +186,24 @@ const SAVEPOINT = 'delayed_task';
  * that a violation is the task's that made it, not the whole claim's at
  * COMMIT. Inside a savepoint rolled back at once: the constraints go back to
  * their modes (a later handler may still rely on deferral), and the checks
- * run again at COMMIT. So each fence re-checks the rows of every task before
- * it: quadratic in a batch's deferred rows, paid only in a fenced pass (a
+ * run again at COMMIT. So each savepoint step re-checks the rows of every task before
+ * it: quadratic in a batch's deferred rows, paid only in a savepoint pass (a
  * rerun, or a limited type's claim), and only by tables with such constraints.
  */
 const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDIATE;
   ROLLBACK TO SAVEPOINT ${SAVEPOINT}_check; RELEASE SAVEPOINT ${SAVEPOINT}_check`;
 
-const FENCE = {
+const SAVEPOINT_STEP = {
   first: `SAVEPOINT ${SAVEPOINT}`,
   next: `RELEASE SAVEPOINT ${SAVEPOINT}; SAVEPOINT ${SAVEPOINT}`,
   last: `RELEASE SAVEPOINT ${SAVEPOINT}`,
 } as const;
 
-/** A fence's step, the deferred check first when the database has deferrable constraints. */
-function fenceScript(step: keyof typeof FENCE, check: boolean): string {
-  return check && step !== 'first' ? `${DEFERRED_CHECK}; ${FENCE[step]}` : FENCE[step];
+/** A savepoint step's step, the deferred check first when the database has deferrable constraints. */
+function savepointScript(step: keyof typeof SAVEPOINT_STEP, check: boolean): string {
+  return check && step !== 'first'
+    ? `${DEFERRED_CHECK}; ${SAVEPOINT_STEP[step]}`
+    : SAVEPOINT_STEP[step];
 }
 
 /**
@@ -307,8 +309,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
-    async fence(step, { check = true, probe } = {}) {
-      const steps = fenceScript(step, check);
+    async savepoint(step, { check = true, probe } = {}) {
+      const steps = savepointScript(step, check);
       const replies = await script(probe ? `${steps}; ${probe}` : steps);
       if (!probe) return true;
       const [row] = replies[replies.length - 1].rows as Array<Record<string, unknown>>;

@@ -32,9 +32,9 @@ interface Run {
  * kind consumer, a child of the context the task was scheduled in (see
  * README, Tracing). A span opens as its handler starts and ends when the
  * pass does, so its outcome is the one that committed: after COMMIT each
- * gets its task's fate; a pass rolled back to run again fenced ends the
+ * gets its task's fate; a pass rolled back to run again with savepoints ends the
  * spans of the runs it undid as `rolled-back`, and keeps open those of the
- * failures it already knows, which the fenced pass commits without rerunning.
+ * failures it already knows, which the savepoint pass commits without rerunning.
  */
 export class PassSpans {
   private readonly runs = new Map<TaskId, Run>();
@@ -122,7 +122,7 @@ export class PassSpans {
 
   /**
    * The pass rolled back: every run not in `keep` ends as undone (its
-   * effects are gone; a fenced pass runs it again under a new span).
+   * effects are gone; a savepoint pass runs it again under a new span).
    */
   rolledBack(keep: Iterable<TaskId> = []): void {
     const kept = new Set(keep);
