@@ -1,8 +1,7 @@
 import type { Sql } from '../store/sql.js';
 import { reserveNoteIds } from './attempt-statements.js';
+import { NOTE_ID_BLOCK } from '../context/tuning.js';
 
-/** Ids reserved at a time: one extra round trip every this many claims. */
-const BLOCK = 64;
 
 /**
  * Attempt note ids, taken from delay_attempt's sequence a block at a time.
@@ -18,7 +17,7 @@ export class NoteIds {
   async take(sql: Sql): Promise<string> {
     while (this.ids.length === 0) {
       // Claims that run out at once share one reservation.
-      this.refill ??= reserveNoteIds(sql, BLOCK)
+      this.refill ??= reserveNoteIds(sql, NOTE_ID_BLOCK)
         .then((ids) => {
           this.ids.push(...ids);
         })

@@ -102,3 +102,20 @@ export const CREDIT_KEEP_MS = 24 * 3_600_000;
 
 /** After start, how long before the runtime looks for a SIGTERM handler (see shutdown-hooks.ts). */
 export const SHUTDOWN_HOOKS_CHECK_MS = 5_000;
+
+/** Tries of one batch of rate-credit stamps before its credits are left in flight. */
+export const STAMP_TRIES = 5;
+
+/** The first wait before a schedule whose plan failed is tried again. */
+export const PLAN_RETRY_FIRST_MS = 60_000;
+/** The longest wait between two tries of a failed plan. */
+export const PLAN_RETRY_MAX_MS = 3_600_000;
+
+/** Attempt note ids reserved at a time: one extra round trip every this many claims. */
+export const NOTE_ID_BLOCK = 64;
+
+/** How long the answer "does the database have deferrable constraints" is used before a claim reads it again. */
+export const DEFERRABLE_READ_EVERY_MS = 60_000;
+
+/** Past the safety net's margin, so the tasks a lost reply left are overdue enough for it. */
+export const LOST_REPLY_SLACK_MS = 100;

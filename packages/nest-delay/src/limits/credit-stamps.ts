@@ -1,9 +1,8 @@
 import { errorText } from '../delay.messages.js';
 import type { DelayContext } from '../context/delay-context.js';
+import { STAMP_TRIES } from '../context/tuning.js';
 import { stampCredits, type StartedCredit } from './credit-statements.js';
 
-/** Tries of one batch of stamps before its credits are left in flight. */
-const STAMP_TRIES = 5;
 
 /**
  * Stamps rate credits after their starts, as many as are waiting in one

@@ -34,6 +34,7 @@ import {
   SHUTDOWN_HOOKS_CHECK_MS,
   START_CLOCK_SAMPLES,
   STRANDED_MARGIN_MS,
+  LOST_REPLY_SLACK_MS,
 } from '../context/tuning.js';
 
 /**
@@ -259,9 +260,6 @@ function defaultConcurrency(dataSource: DataSource): number {
   const pool = options.poolSize ?? options.extra?.max ?? 10;
   return Math.max(1, Math.min(10, pool - 1));
 }
-
-/** Past the safety net's margin, so the tasks a lost reply left are overdue enough for it. */
-const LOST_REPLY_SLACK_MS = 100;
 
 /**
  * No answer from the server (the connection ended: a reply may have been

@@ -1,7 +1,8 @@
 import { isOverdue, overdueAfterMs, overdueKept } from './catch-up.js';
 import { planOccurrences } from './occurrence-plan.js';
 import { Recurrence } from './recurrence.js';
-import { PLAN_RETRY_MAX_MS, planRetryDelayMs } from './plan-failure.js';
+import { planRetryDelayMs } from './plan-failure.js';
+import { PLAN_RETRY_MAX_MS } from '../context/tuning.js';
 
 const LEASE = 30_000;
 

@@ -1,7 +1,4 @@
-/** The first wait before a schedule whose plan failed is tried again. */
-export const PLAN_RETRY_FIRST_MS = 60_000;
-/** The longest wait between two tries. */
-export const PLAN_RETRY_MAX_MS = 3_600_000;
+import { PLAN_RETRY_FIRST_MS, PLAN_RETRY_MAX_MS } from '../context/tuning.js';
 
 /**
  * How long a schedule whose plan failed `failures` times before (0 for its
