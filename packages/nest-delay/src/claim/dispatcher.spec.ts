@@ -1,8 +1,5 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
-import type { TaskWheel } from '../firing/task-wheel.js';
-import type { HandlerRegistry } from '../handler-registry.js';
-import type { DelayContext } from '../runtime/delay-context.js';
 
 /** A claim the fake runner holds until the test ends it. */
 interface FakeClaim {
@@ -52,6 +49,9 @@ class FakeClaimRunner {
 const runners: FakeClaimRunner[] = [];
 jest.unstable_mockModule('./claim-runner.js', () => ({ ClaimRunner: FakeClaimRunner }));
 const { Dispatcher } = await import('./dispatcher.js');
+type DelayContext = ConstructorParameters<typeof Dispatcher>[0];
+type HandlerRegistry = ConstructorParameters<typeof Dispatcher>[1];
+type TaskWheel = ConstructorParameters<typeof Dispatcher>[2];
 
 /** A dispatcher over the fake runner, with no limited types (its gate stays empty). */
 function dispatcherWith(concurrency: number, batchSize: number) {
