@@ -70,8 +70,6 @@ export class ClaimRunner {
     ids: TaskId[],
     alone: boolean,
     line?: LineClaim,
-    /** Called once the claim has its tasks (its note written, its claim statement answered), if it gets that far. */
-    started?: () => void,
   ): Promise<BatchResult | 'cut-off' | undefined> {
     const { ctx, host } = this;
     const gated = line?.gated;
@@ -120,7 +118,6 @@ export class ClaimRunner {
       );
       if (read !== undefined) this.deferrable.read(read, performance.now());
       const deferrable = known ?? read;
-      started?.();
       result = await this.batch.run(connection, ids, {
         nowMs,
         noteId,

@@ -4,20 +4,22 @@ import { GateClaims } from '../limits/gate-claims.js';
 import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import type { TaskId } from '../task.types.js';
-import { ClaimPacing } from './claim-pacing.js';
 import { ClaimQueue } from './claim-queue.js';
 import { ClaimRunner, type ClaimHost } from './claim-runner.js';
 import type { ExecutionStats } from './execution-stats.js';
 
 /**
- * Decides what runs when: ids fired by the wheel (or read by the backlog
- * drainer) wait in the claim queue in due order, and up to `concurrency`
- * claim transactions take them a batch at a time (ClaimRunner runs one).
- * One transaction per batch is what lets a burst go faster than one commit
- * per task. A task that may only run alone waits for every claim in flight
- * to end, then runs by itself. Tasks of limited or paused types wait in the
- * limit gate, whose claims take turns with the batches. While the database
- * is slow to answer, fewer batch claims run at once (ClaimPacing).
+ * Decides what runs when. Ids fired by the wheel (or read by the backlog
+ * drainer) wait in the claim queue in due order; claim transactions take
+ * them a batch at a time, each on a connection of its own (ClaimRunner runs
+ * one). What holds:
+ * - at most `concurrency` claims are in flight, the gate's included; while
+ *   ids wait and fewer are in flight, another is launched at once;
+ * - a task that may only run alone waits for every claim in flight to end
+ *   and runs by itself: nothing else is launched until it ends;
+ * - tasks of limited or paused types wait in the limit gate; its claims
+ *   take turns with the batches and, with more than one worker, never take
+ *   them all.
  */
 export class Dispatcher implements LifecycleService, ClaimHost {
   private readonly queue = new ClaimQueue();
@@ -28,8 +30,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** The last claim launched was the gate's: a batch waiting goes next (turns). */
   private gateWentLast = false;
   private _stopped = false;
-  private readonly pacing: ClaimPacing;
-  private pacingTimer: NodeJS.Timeout | undefined;
   private roomWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly runner: ClaimRunner;
@@ -49,7 +49,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
       (ids) => this.enqueue(ids),
       () => this.queue.size,
     );
-    this.pacing = new ClaimPacing(ctx.concurrency);
     this.runner = new ClaimRunner(ctx, registry, wheel, this.gate, this);
     this.gateClaims = new GateClaims(ctx, this.gate, this.runner);
   }
@@ -67,10 +66,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     return this.queue.size;
   }
 
-  /**
-   * A full batch waits for a claim: this instance is behind. Then every
-   * worker goes to it (the pacing steps aside) and the safety net waits.
-   */
+  /** A full batch waits for a claim: this instance is behind (the safety net waits meanwhile). */
   get behind(): boolean {
     return this.queue.size >= this.ctx.options.batchSize;
   }
@@ -83,11 +79,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   /** A rate credit's stamp is under way: it may let a line waiting on it ask (a test's settle waits). */
   get stamping(): boolean {
     return this.gateClaims.stamping;
-  }
-
-  /** Batch claims of fired tasks in flight: not the gate's, not one alone (which runs by itself). */
-  private get batchesInFlight(): number {
-    return this.inFlight - this.gatedInFlight - (this.aloneInFlight ? 1 : 0);
   }
 
   /** Nothing queued, no claim transaction running, nothing in the gate that may start now. */
@@ -135,7 +126,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
    */
   async stop(): Promise<void> {
     this._stopped = true;
-    clearTimeout(this.pacingTimer);
     this.queue.clear();
     await this.gate.stop();
     this.wake(this.roomWaiters);
@@ -183,12 +173,12 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         if (this.inFlight === 0) this.launch(this.queue.takeAlone(), true);
         return;
       }
-      if (this.inFlight >= this.ctx.concurrency) return;
+      const { concurrency } = this.ctx;
+      if (this.inFlight >= concurrency) return;
       // The gate's claims take turns with batches: after a gate's claim, a
       // batch waiting goes first. With more than one worker they never take
       // them all, so tasks of unlimited types always have one to go to; with
       // one, turns are what keeps them from waiting behind every gate claim.
-      const { concurrency } = this.ctx;
       const gateRoom = concurrency === 1 || this.gatedInFlight < concurrency - 1;
       const gateTurn =
         gateRoom &&
@@ -204,34 +194,14 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         continue;
       }
       if (!this.queue.hasWaiting) return;
-      // Under pressure, fewer batch claims (ClaimPacing): the ids wait for
-      // one to end, and go together. Not once a full batch waits: there is
-      // nothing left to share, and a backlog wants every worker.
-      const free = concurrency - this.inFlight;
-      const room = this.behind ? free : Math.min(free, this.pacing.limit() - this.batchesInFlight);
-      if (room <= 0) {
-        if (this.inFlight >= concurrency) return;
-        // Held back by the pacing: it allows one more if no claim has started for a while.
-        const askAgainMs = this.pacing.heldBack(performance.now());
-        if (askAgainMs === 0) continue;
-        if (askAgainMs !== undefined) this.pumpIn(askAgainMs);
-        return;
-      }
       // Spread over the workers free now, not all of them: with most busy
       // (gate claims run long), a few ids queued are one claim, not a few
       // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
-      this.launch(this.queue.takeBatch(this.ctx.options.batchSize, room), false);
+      this.launch(
+        this.queue.takeBatch(this.ctx.options.batchSize, concurrency - this.inFlight),
+        false,
+      );
     }
-  }
-
-  /** Pumps again in `ms`, once however many ask (ids held back by the pacing). */
-  private pumpIn(ms: number): void {
-    if (this.pacingTimer) return;
-    this.pacingTimer = setTimeout(() => {
-      this.pacingTimer = undefined;
-      this.pump();
-    }, Math.ceil(ms));
-    this.pacingTimer.unref();
   }
 
   private launch(ids: TaskId[], alone: boolean, gated?: GateClaim): void {
@@ -239,18 +209,8 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     this.gateWentLast = gated !== undefined;
     if (gated) this.gatedInFlight++;
     this.aloneInFlight = alone;
-    // A batch of fired tasks teaches the pacing (a gate's claims wait for their limits).
-    const launchedAt = performance.now();
-    const started = alone
-      ? undefined
-      : () => {
-          const startedAt = performance.now();
-          this.pacing.started(startedAt, startedAt - launchedAt);
-        };
     const claim = () =>
-      gated
-        ? this.gateClaims.run(gated)
-        : this.runner.run(ids, alone, undefined, started).then(() => undefined);
+      gated ? this.gateClaims.run(gated) : this.runner.run(ids, alone).then(() => undefined);
     const { tracing } = this.ctx;
     void (tracing ? tracing.detached(claim) : claim()).finally(() => {
       this.queue.claimEnded(ids);
