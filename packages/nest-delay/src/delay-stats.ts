@@ -1,4 +1,4 @@
-import type { ExecutionCounts } from './claim/execution-stats.js';
+import type { ExecutionCounts } from './claim/claim-outcomes.js';
 import type { PlanningCounts } from './schedules/schedule-planner.js';
 
 /** What `DelayService.stats()` returns: one instance's view, from memory. */

@@ -3,7 +3,7 @@ import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { readDeferrable, takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
-import type { DeferrableMemo } from './deferrable-memo.js';
+import type { DeferrableMemo } from './attempt-notes.js';
 import { claimTasks, type Claimed, type ClaimRow } from './claim-statements.js';
 import { LineClaims } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
@@ -22,7 +22,7 @@ import {
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
-import { HandlerCutOff } from './handler-deadline.js';
+import { HandlerCutOff } from './attempt-runner.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import type { BatchResult, ClaimParams } from './claim-params.js';
 

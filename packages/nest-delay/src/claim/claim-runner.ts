@@ -13,15 +13,15 @@ import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { recordAttemptAndBegin } from './attempt-statements.js';
-import { NoteIds } from './note-ids.js';
+import { NoteIds } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
-import { DeferrableMemo } from './deferrable-memo.js';
+import { DeferrableMemo } from './attempt-notes.js';
 import { claimInScript, findPendingByIds, readClaimed } from './claim-statements.js';
-import { ExecutionStats } from './execution-stats.js';
-import { HandlerCutOff } from './handler-deadline.js';
-import { NoteKeeper } from './note-keeper.js';
-import { reportBatch, reportFate } from './outcome-events.js';
+import { ExecutionStats } from './claim-outcomes.js';
+import { HandlerCutOff } from './attempt-runner.js';
+import { NoteKeeper } from './attempt-notes.js';
+import { reportBatch, reportFate } from './claim-outcomes.js';
 
 /** What a claim hands back to the dispatcher that launched it. */
 export interface ClaimHost {

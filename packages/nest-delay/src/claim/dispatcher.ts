@@ -6,7 +6,7 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import type { TaskId } from '../task.types.js';
 import { ClaimQueue } from './claim-queue.js';
 import { ClaimRunner, type ClaimHost } from './claim-runner.js';
-import type { ExecutionStats } from './execution-stats.js';
+import type { ExecutionStats } from './claim-outcomes.js';
 
 /**
  * Decides what runs when. Ids fired by the wheel (or read by the backlog

@@ -5,7 +5,7 @@ import { DelayService } from '../delay.service.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
-import type { ExecutionCounts, TypeCounts } from '../claim/execution-stats.js';
+import type { ExecutionCounts, TypeCounts } from '../claim/claim-outcomes.js';
 import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
 import { nextScheduleEvent } from '../schedules/recurring-statements.js';
 import { DelaySchedules } from '../schedules/delay-schedules.service.js';
