@@ -1,5 +1,5 @@
 # Build stage: the same steps as the README (npm ci, npm run build).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The workspace package's manifest first, so npm ci links it into node_modules.
@@ -13,7 +13,7 @@ COPY migrations ./migrations
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: only the compiled app and its production dependencies.
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production PORT=3000
 WORKDIR /app
 COPY --from=build /app/package.json ./

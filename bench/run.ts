@@ -54,8 +54,10 @@ const SETTINGS = {
     'DelayModule defaults (tickMs 1000, slots 3600, batchSize 50) with concurrency 10; effect through the claim transaction manager',
   bullmq:
     'delayed jobs (add/addBulk with delay), Worker concurrency 10, removeOnComplete; effect on a pg pool of 10',
+  'bullmq-pg':
+    'as bullmq, on its PostgreSQL backend (createPostgresBackend, { connectionString, schema, migrate: true, max 10 } for the Queue and the Worker, each its own pool); effect on a pg pool of 10',
   'pg-boss':
-    'send/insert with startAfter, 10 work() loops, batchSize 50, pollingIntervalSeconds 0.5 (its minimum), pool max 10',
+    'send/insert with startAfter, work() with localConcurrency 10, batchSize 50, pollingIntervalSeconds 0.5 (its minimum), burstWhenBatchFull, pool max 10',
   'graphile-worker':
     'addJob/addJobs with runAt, concurrency 10, one pg pool of 10 shared with WorkerUtils, LISTEN/NOTIFY, pollInterval 500 ms',
   'cron-scan':

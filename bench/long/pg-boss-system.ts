@@ -1,11 +1,11 @@
 /**
- * pg-boss 10.4 (the newest whose engines allow Node 20; 11 and 12 need Node
- * 22), shaped as the public harness's adapter: `insert` in bulk with
- * `startAfter`, workers polling every 0.5 s (the shortest it allows) with a
- * batch sized by the offered rate, ~1 ms of work and a ledger row per job on
- * pg-boss's own pool (its completion is a separate statement, so at least once).
+ * pg-boss 12, shaped as the public harness's adapter: `insert` in bulk with
+ * `startAfter`, one `work()` with `localConcurrency` = the harness's workers
+ * (each polling every 0.5 s, the shortest it allows) and a batch sized by the
+ * offered rate, ~1 ms of work and a ledger row per job on pg-boss's own pool
+ * (its completion is a separate statement, so at least once).
  */
-import PgBoss from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import { INSERT_LEDGER } from './ledger-statements.js';
 import { WORK_MS, sleep, type LongSystem, type LongSystemSettings } from './long-system.js';
 
@@ -34,37 +34,37 @@ export function createPgBossSystem(settings: LongSystemSettings): LongSystem {
     async start() {
       await boss.start();
       if (!(await boss.getQueue(QUEUE)))
-        await boss.createQueue(QUEUE, { name: QUEUE, expireInSeconds: EXPIRE_SECONDS });
+        await boss.createQueue(QUEUE, { expireInSeconds: EXPIRE_SECONDS });
       const db = boss.getDb();
-      for (let i = 0; i < settings.workers; i++)
-        await boss.work<{ id: number; due: number }>(
-          QUEUE,
-          { batchSize, pollingIntervalSeconds: 0.5 },
-          async (jobs) => {
-            for (const job of jobs) {
-              const started = Date.now();
-              await sleep(WORK_MS);
-              await db.executeSql(INSERT_LEDGER, [
-                job.data.id,
-                job.data.due,
-                started,
-                settings.instance,
-              ]);
-            }
-          },
-        );
+      await boss.work<{ id: number; due: number }>(
+        QUEUE,
+        {
+          localConcurrency: settings.workers,
+          batchSize,
+          pollingIntervalSeconds: 0.5,
+        },
+        async (jobs) => {
+          for (const job of jobs) {
+            const started = Date.now();
+            await sleep(WORK_MS);
+            await db.executeSql(INSERT_LEDGER, [
+              job.data.id,
+              job.data.due,
+              started,
+              settings.instance,
+            ]);
+          }
+        },
+      );
     },
     async schedule(tasks) {
       await boss.insert(
-        tasks.map((t) => ({
-          name: QUEUE,
-          data: { id: t.id, due: t.dueMs },
-          startAfter: new Date(t.dueMs),
-        })),
+        QUEUE,
+        tasks.map((t) => ({ data: { id: t.id, due: t.dueMs }, startAfter: new Date(t.dueMs) })),
       );
     },
     async stop() {
-      await boss.stop({ graceful: true, wait: true, timeout: 10_000 });
+      await boss.stop({ graceful: true, timeout: 10_000 });
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
- * BullMQ delayed jobs on Redis: `add` / `addBulk` with `delay`, a Worker with
+ * BullMQ 6 delayed jobs on Redis: `add` / `addBulk` with `delay`, a Worker with
  * concurrency 10, the effect on a pg pool of 10. Completed jobs are removed,
  * as BullMQ's docs advise for queues that do not need their history.
+ * bullmq-pg.ts is the same on BullMQ's PostgreSQL backend.
  */
 import { Queue, Worker } from 'bullmq';
 import pg from 'pg';
@@ -9,7 +10,18 @@ import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import type { SystemFactory } from './system.js';
 
-const QUEUE = 'bench';
+export const QUEUE = 'bench';
+/** Completed jobs removed, as BullMQ's docs advise for queues that do not need their history. */
+export const DEFAULT_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 1000 };
+
+/** BullMQ takes a delay, not a time: computed at the last moment. */
+export function job(task: Task) {
+  return {
+    name: 'effect',
+    data: { orderId: task.orderId },
+    opts: { delay: Math.max(0, task.dueAtMs - Date.now()) },
+  };
+}
 
 export const createBullmq: SystemFactory = (settings) => {
   const redis = new URL(settings.redisUrl);
@@ -23,15 +35,9 @@ export const createBullmq: SystemFactory = (settings) => {
   const queue = new Queue(QUEUE, {
     connection,
     prefix,
-    defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000 },
+    defaultJobOptions: DEFAULT_JOB_OPTIONS,
   });
   let worker: Worker | undefined;
-  // BullMQ takes a delay, not a time: compute it at the last moment.
-  const job = (task: Task) => ({
-    name: 'effect',
-    data: { orderId: task.orderId },
-    opts: { delay: Math.max(0, task.dueAtMs - Date.now()) },
-  });
   return {
     async start() {
       await queue.waitUntilReady();

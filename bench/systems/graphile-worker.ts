@@ -1,9 +1,10 @@
 /**
- * graphile-worker 0.17 (the last release that runs on Node 20): `addJob` /
- * `addJobs` (WorkerUtils) with `runAt`, a runner with concurrency 10 sharing one
- * pg pool of 10 with the producer. LISTEN/NOTIFY wakes it for jobs that are
- * due when added; jobs that come due later are found by its poll, set to 0.5 s
- * (the interval pg-boss gets too). The effect runs through `withPgClient`.
+ * graphile-worker 0.18 (pure ESM, Node 22.18+; the API used here is as in
+ * 0.17): `addJob` / `addJobs` (WorkerUtils) with `runAt`, a runner with
+ * concurrency 10 sharing one pg pool of 10 with the producer. LISTEN/NOTIFY
+ * wakes it for jobs that are due when added; jobs that come due later are
+ * found by its poll, set to 0.5 s (the interval pg-boss gets too). The effect
+ * runs through `withPgClient`.
  */
 import { Logger, makeWorkerUtils, run, type Runner, type WorkerUtils } from 'graphile-worker';
 import pg from 'pg';

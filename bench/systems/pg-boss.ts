@@ -1,10 +1,14 @@
 /**
- * pg-boss 10 (the last major that runs on Node 20): `send` / `insert` with
- * `startAfter`; ten `work()` loops (v10's way to run jobs concurrently), each
- * fetching up to 50 jobs per poll at the shortest polling interval it allows
- * (0.5 s), running their effects one after the other on pg-boss's own pool of 10.
+ * pg-boss 12: `send` / `insert` with `startAfter`; one `work()` with
+ * `localConcurrency` 10 (v12's way to run jobs concurrently: ten workers, each
+ * polling on its own), each fetching up to 50 jobs at the shortest polling
+ * interval it allows (0.5 s) and, while a fetch comes back full, fetching
+ * again at once (`burstWhenBatchFull`, its setting for a backlog); each runs
+ * its batch's effects one after the other on pg-boss's own pool of 10.
+ * LISTEN/NOTIFY is left off: it wakes workers when a job is created, and
+ * these jobs come due later.
  */
-import PgBoss from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import { EFFECT_SQL } from '../harness/db.js';
 import type { Task } from '../harness/plan.js';
 import type { SystemFactory } from './system.js';
@@ -20,30 +24,30 @@ export const createPgBoss: SystemFactory = (settings) => {
       await boss.start();
       await boss.createQueue(QUEUE);
       const db = boss.getDb();
-      for (let i = 0; i < settings.concurrency; i++) {
-        await boss.work<{ orderId: number }>(
-          QUEUE,
-          { batchSize: BATCH, pollingIntervalSeconds: 0.5 },
-          async (jobs) => {
-            for (const job of jobs) await db.executeSql(EFFECT_SQL, [job.data.orderId]);
-          },
-        );
-      }
+      await boss.work<{ orderId: number }>(
+        QUEUE,
+        {
+          localConcurrency: settings.concurrency,
+          batchSize: BATCH,
+          pollingIntervalSeconds: 0.5,
+          burstWhenBatchFull: true,
+        },
+        async (jobs) => {
+          for (const job of jobs) await db.executeSql(EFFECT_SQL, [job.data.orderId]);
+        },
+      );
     },
     async scheduleOne(task: Task) {
       await boss.send(QUEUE, { orderId: task.orderId }, { startAfter: new Date(task.dueAtMs) });
     },
     async scheduleMany(tasks) {
       await boss.insert(
-        tasks.map((t) => ({
-          name: QUEUE,
-          data: { orderId: t.orderId },
-          startAfter: new Date(t.dueAtMs),
-        })),
+        QUEUE,
+        tasks.map((t) => ({ data: { orderId: t.orderId }, startAfter: new Date(t.dueAtMs) })),
       );
     },
     async stop() {
-      await boss.stop({ graceful: true, wait: true, timeout: 10_000 });
+      await boss.stop({ graceful: true, timeout: 10_000 });
     },
   };
 };

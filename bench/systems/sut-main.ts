@@ -50,6 +50,8 @@ async function load(system: SystemName, settings: SystemSettings): Promise<Syste
       return (await import('./project.js')).createProject(settings);
     case 'bullmq':
       return (await import('./bullmq.js')).createBullmq(settings);
+    case 'bullmq-pg':
+      return (await import('./bullmq-pg.js')).createBullmqPg(settings);
     case 'pg-boss':
       return (await import('./pg-boss.js')).createPgBoss(settings);
     case 'graphile-worker':

@@ -7,6 +7,7 @@ import type { Task } from '../harness/plan.js';
 export type SystemName =
   | 'project'
   | 'bullmq'
+  | 'bullmq-pg'
   | 'pg-boss'
   | 'graphile-worker'
   | 'cron-scan'
@@ -76,7 +77,14 @@ export interface BenchSchedule {
 
 export type SystemFactory = (settings: SystemSettings) => SystemUnderTest;
 
-export const PEERS: SystemName[] = ['bullmq', 'pg-boss', 'graphile-worker', 'cron-scan'];
+/** BullMQ on Redis and on its PostgreSQL backend side by side wherever BullMQ runs. */
+export const PEERS: SystemName[] = [
+  'bullmq',
+  'bullmq-pg',
+  'pg-boss',
+  'graphile-worker',
+  'cron-scan',
+];
 
 /** How each system is named in the tables. */
 export function label(system: SystemName, tickMs?: number, observe?: boolean): string {

@@ -32,9 +32,10 @@
  * 60 s at rest (12 s after): statements (as `idle` counts them), xact_commit, CPU and RSS
  * of the process, beside the same app with no schedule, in the same run.
  *
- * Only this project runs it: pg-boss 10's `schedule()` and graphile-worker
- * 0.17's crontab are cron at minute resolution, and the cron scan is the
- * baseline poller with no schedules; see bench/README.md for BullMQ.
+ * Only this project runs it: pg-boss 12's `schedule()` sends at most one job
+ * per schedule per minute and graphile-worker 0.18's crontab is cron at minute
+ * resolution, and the cron scan is the baseline poller with no schedules; see
+ * bench/README.md for BullMQ.
  */
 import type pg from 'pg';
 import { SystemProcess } from '../harness/child.js';

@@ -31,7 +31,7 @@ export interface AppLoggerOptions {
  * the task whose handler was running (see scopeFields).
  *
  * Written on pino itself rather than nestjs-pino: its versions for NestJS 12
- * need Node 22, this app runs on 20.
+ * needed Node 22 when this app still ran on Node 20.
  */
 export class AppLogger implements LoggerService {
   private readonly pino: Pino | undefined;
