@@ -34,10 +34,7 @@ const layerRules = LAYERS.slice(0, -1).map(([name, path], index) => ({
   severity: 'error',
   comment: `${name} imports only from itself and the layers below it (.dependency-cruiser.cjs, LAYERS).`,
   // A service in a feature's folder belongs to the services, not to the feature.
-  from:
-    name === 'services'
-      ? { path }
-      : { path, pathNot: name === 'base' ? [SERVICE, TOP_ROOT] : [SERVICE] },
+  from: name === 'services' ? { path } : { path, pathNot: [SERVICE, TOP_ROOT] },
   to: { path: LAYERS.slice(index + 1).map(([, above]) => above) },
 }));
 /** @type {import('dependency-cruiser').IConfiguration} */

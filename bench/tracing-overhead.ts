@@ -15,7 +15,7 @@ import {
   InMemorySpanExporter,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import type { ClaimRow } from '../packages/nest-delay/src/claim/claim-statements.js';
+import type { ClaimRow } from '../packages/nest-delay/src/tasks/task-row.js';
 import {
   loadTaskTracing,
   type TaskTracing,

@@ -19,7 +19,7 @@ import {
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
-import type { ClaimRow } from './claim-statements.js';
+import type { ClaimRow } from '../tasks/task-row.js';
 
 /**
  * Runs one claimed task's handler, inside the claim transaction, under its

@@ -1,6 +1,8 @@
 import type { Fate } from '../tasks/task-transitions.js';
 import type { TaskId } from '../task.types.js';
-import type { ClaimGating, Claimed, ClaimRow, GatedRow, LineRefusal } from './claim-statements.js';
+import type { ClaimGating, Claimed } from './claim-statements.js';
+import type { ClaimRow } from '../tasks/task-row.js';
+import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 import type { LineGating } from './line-claims.js';
 
 /* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */

@@ -13,9 +13,6 @@ import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
 import { startedEvents } from '../tasks/task-events.js';
 import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
 
-export type { ClaimRow } from '../tasks/task-row.js';
-export type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
-
 /** What one claim statement took, and what it left for a claim of its own. */
 export interface Claimed {
   claimed: ClaimRow[];

@@ -3,12 +3,9 @@ import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import {
-  claimTasks,
-  returnUnstarted,
-  type ClaimRow,
-  type LineRefusal,
-} from './claim-statements.js';
+import { claimTasks, returnUnstarted } from './claim-statements.js';
+import type { ClaimRow } from '../tasks/task-row.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 
 /** The line a gate's claim is for, as its claim statement needs it. */
 export interface LineGating {
