@@ -53,6 +53,11 @@ export class InstanceLease implements LifecycleService {
     );
   }
 
+  /** A heartbeat is under way. */
+  get busy(): boolean {
+    return this.rounds.busy;
+  }
+
   /**
    * Frees what an earlier process under this id held (its wheel died with
    * it), takes the lease, and frees tasks whose holders have no live lease.

@@ -205,6 +205,9 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
         !this.loader.busy &&
         !this.backlog.busy &&
         !this.planner.busy &&
+        // A beat the clock's move started: its timer re-arms when it ends, so a
+        // test stepping a ManualClock by a heartbeat must not move on before it.
+        !this.lease.busy &&
         !this.dispatcher.gate.busy &&
         !this.dispatcher.stamping &&
         this.dispatcher.idle
