@@ -73,6 +73,7 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [id],
         gated: [],
+        passed: [],
         refused: null,
         withdrawn: [],
       });
@@ -89,6 +90,7 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [],
         gated: [],
+        passed: [],
         refused: null,
         withdrawn: [],
       });
@@ -97,6 +99,46 @@ describeWithServer('attempt notes of live claims', () => {
     } finally {
       first.release();
       second.release();
+    }
+  });
+
+  it('tell of every id they could not lock whether it is still pending: moved later, or held by another transaction', async () => {
+    const ids = (
+      await pool.query<{ id: string }>(
+        `INSERT INTO delayed_task (type, due_at, max_attempts, locked_by, created_at, updated_at)
+         SELECT 'verdict', now() + CASE WHEN n = 1 THEN interval '1 hour' ELSE interval '-1 hour' END,
+                1, 'here', now(), now()
+         FROM generate_series(0, 3) n ORDER BY n RETURNING id::text`,
+      )
+    ).rows.map((row) => row.id);
+    const [heldElsewhere, movedLater, cancelled, runs] = ids;
+    await pool.query(`UPDATE delayed_task SET cancelled_at = now() WHERE id = $1`, [cancelled]);
+    const locker = await pool.connect();
+    const claimer = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      // Held by a transaction that cancels it, not committed yet: read as it was.
+      await locker.query(`UPDATE delayed_task SET cancelled_at = now() WHERE id = $1`, [
+        heldElsewhere,
+      ]);
+      const now = new Date();
+      const note = await recordAttempt(sqlOf(claimer), 'verdicts', ids, now);
+      await claimer.query('BEGIN');
+      const result = await claimTasks(sqlOf(claimer), ids, now, note, false);
+      await claimer.query('COMMIT');
+      await locker.query('ROLLBACK');
+      expect(result.claimed.map((row) => row.id)).toEqual([runs]);
+      const passed = [...result.passed].sort((a, b) => a.dueAtMs - b.dueAtMs);
+      expect(passed.map((row) => [row.id, row.lockedBy])).toEqual([
+        [heldElsewhere, 'here'],
+        [movedLater, 'here'],
+      ]);
+      expect(passed[1].dueAtMs).toBeGreaterThan(now.getTime());
+      // The cancelled one is no longer pending: nothing to follow, not listed.
+      expect(result.passed.map((row) => row.id)).not.toContain(cancelled);
+    } finally {
+      locker.release();
+      claimer.release();
     }
   });
 
@@ -180,6 +222,7 @@ describeWithServer('attempt notes of live claims', () => {
         claimed: [],
         deferred: [id],
         gated: [],
+        passed: [],
         refused: null,
         withdrawn: [],
       });

@@ -132,7 +132,13 @@ export class ClaimBatch {
         fates = await this.runWithSavepoints(connection, line, plan, known ?? new Map(), spans);
         await line.putBack();
         claimed = line.started;
-        taken = { deferred: line.deferred, gated: [], refused: line.refused, left: line.left };
+        taken = {
+          deferred: line.deferred,
+          gated: [],
+          refused: line.refused,
+          left: line.left,
+          passed: line.passed,
+        };
       } else {
         // The optimistic pass may have its claim already (sent with the BEGIN); a rerun claims again.
         ({ claimed, ...taken } =
@@ -158,6 +164,7 @@ export class ClaimBatch {
       return {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred: taken.deferred,
+        passed: taken.passed,
         gated: taken.gated,
         refused: taken.refused,
         left: taken.left ?? [],

@@ -1,6 +1,6 @@
 import type { Fate } from '../tasks/task-transitions.js';
 import type { TaskId } from '../task.types.js';
-import type { ClaimGating, Claimed } from './claim-statements.js';
+import type { ClaimGating, Claimed, PassedRow } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 import type { LineGating } from './line-claims.js';
@@ -17,6 +17,8 @@ export interface BatchResult {
   left: TaskId[];
   /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
   deferred: TaskId[];
+  /** Ids it could not lock, still pending (moved later, or held by another transaction). */
+  passed: PassedRow[];
   /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
   fates: Fate[];
   /** The optimistic pass failed and the batch ran again with a savepoint a task. */

@@ -17,7 +17,7 @@ import { NoteIds } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import { DeferrableMemo } from './attempt-notes.js';
-import { claimInScript, findPendingByIds, readClaimed } from './claim-statements.js';
+import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
 import { ExecutionStats } from './claim-outcomes.js';
 import { HandlerCutOff } from './attempt-runner.js';
 import { NoteKeeper } from './attempt-notes.js';
@@ -38,7 +38,7 @@ export interface ClaimHost {
  * One claim's life, on a connection of its own: its attempt note committed
  * with its BEGIN (recordAttemptAndBegin), the batch (ClaimBatch), and what
  * follows it: the wheel follows each fate, the observer hears of them, fired
- * ids the claim passed by are looked at again (recheck), and a handler cut
+ * ids the claim could not lock are held again (followPassed), and a handler cut
  * off past its timeout is charged (chargeCutOff).
  */
 export class ClaimRunner {
@@ -47,7 +47,7 @@ export class ClaimRunner {
   private readonly deferrable = new DeferrableMemo();
   readonly stats = new ExecutionStats();
   private readonly batch: ClaimBatch;
-  /** Fired ids a claim passed by once and that were put straight back (see recheck). */
+  /** Ids a claim could not lock once, held again at once (see followPassed). */
   private readonly passedOnce = new Set<TaskId>();
 
   constructor(
@@ -174,20 +174,22 @@ export class ClaimRunner {
       : undefined;
     reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
     for (const fate of result.fates) this.follow(fate);
-    for (const id of result.claimedIds) this.passedOnce.delete(id);
+    if (this.passedOnce.size > 0) {
+      const passed = new Set(result.passed.map((row) => row.id));
+      for (const id of ids) if (!passed.has(id)) this.passedOnce.delete(id);
+    }
     if (result.gated.length > 0) this.gate.add(result.gated);
     // A gate's deferred and refused tasks go back to its line (GateClaims.run).
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
-    // Even when a gate's claim was refused: the tasks it passed by before the
-    // refusal are in no line (only `left` goes back) and, leased here, in no
-    // loader's reach either.
-    const passed = new Set([
+    // Every id given is claimed, deferred, gated, back in its line (`left`),
+    // passed, or no longer pending (nothing to do): none is left nowhere.
+    const accounted = new Set([
+      ...result.claimedIds,
       ...result.deferred,
       ...result.gated.map((row) => row.id),
       ...result.left,
     ]);
-    const missing = ids.filter((id) => !result.claimedIds.has(id) && !passed.has(id));
-    if (missing.length > 0) await this.recheck(missing);
+    this.followPassed(result.passed.filter((row) => !accounted.has(row.id)));
     return result;
   }
 
@@ -255,35 +257,22 @@ export class ClaimRunner {
   }
 
   /**
-   * Fired ids the claim did not take: executed or cancelled (drop them), not
-   * due yet because they were moved (wait again), or locked by a transaction
-   * elsewhere that may still roll back (look again a tick later).
+   * Ids a claim could not lock, still pending: held again here unless leased
+   * elsewhere. Moved later: at their new due time. Held by another
+   * transaction, which may still roll back: the first time at once (most
+   * often a moment's lock, the loader leasing it just then), the next a tick
+   * later, so a row a long transaction holds is not claimed in a tight loop.
    */
-  private async recheck(ids: TaskId[]): Promise<void> {
-    try {
-      const rows = await findPendingByIds(this.ctx.db.pool, ids);
-      const nowMs = this.ctx.clock.now();
-      const pending = new Set(rows.map((row) => row.id));
-      for (const id of ids) if (!pending.has(id)) this.passedOnce.delete(id);
-      for (const row of rows) {
-        if (row.locked_by !== null && !this.ctx.policy.holds(row.locked_by)) continue;
-        // A first pass-by is most often a moment's lock (the loader leasing it
-        // just then): try again at once. A second waits a tick, so a row that
-        // a long transaction holds is not claimed in a tight loop.
-        const again = this.passedOnce.delete(row.id);
-        if (!again) this.passedOnce.add(row.id);
-        const dueAtMs = row.due_at.getTime();
-        this.wheel.hold(
-          row.id,
-          again ? Math.max(dueAtMs, nowMs + this.ctx.options.tickMs) : dueAtMs,
-        );
-      }
-    } catch (error) {
-      // Still leased to this instance, so no loader would take them: look again later.
-      this.holdAll(ids, this.retrySoonMs());
-      this.ctx.logger.error(
-        `Rechecking ${ids.length} unclaimed task(s) failed, trying again shortly: ${errorText(error)}`,
-      );
+  private followPassed(rows: PassedRow[]): void {
+    const nowMs = this.ctx.clock.now();
+    for (const row of rows) {
+      if (row.lockedBy !== null && !this.ctx.policy.holds(row.lockedBy)) continue;
+      const again = this.passedOnce.delete(row.id);
+      if (!again) this.passedOnce.add(row.id);
+      const dueAtMs = again ? Math.max(row.dueAtMs, nowMs + this.ctx.options.tickMs) : row.dueAtMs;
+      this.wheel.hold(row.id, dueAtMs);
     }
   }
+
+
 }

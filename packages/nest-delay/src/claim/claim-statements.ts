@@ -27,6 +27,21 @@ export interface Claimed {
   refused: LineRefusal | null;
   /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
   withdrawn: TaskId[];
+  /** Ids it did not lock that are still pending, as last committed (see PassedRow). */
+  passed: PassedRow[];
+}
+
+/**
+ * A task a claim was given but could not lock, still pending: its due time
+ * was moved later, or another transaction held its row (SKIP LOCKED; the
+ * row is then read as it was before that transaction). An id given to a
+ * claim is claimed, deferred, gated, withdrawn, passed, or no longer pending:
+ * the claim runner follows each of these, so no fired id is left nowhere.
+ */
+export interface PassedRow {
+  id: TaskId;
+  dueAtMs: number;
+  lockedBy: string | null;
 }
 
 // --- [limits] the gate's claim of a line's tasks (issue 27; limits/limit-statements.ts) ---
@@ -165,6 +180,11 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
     })),
     refused: first?.refused ?? null,
     withdrawn: first?.withdrawn ?? [],
+    passed: (first?.passed ?? []).map((p) => ({
+      id: p.id,
+      dueAtMs: Math.floor(p.due),
+      lockedBy: p.locked_by,
+    })),
   };
 }
 
@@ -173,6 +193,7 @@ type ClaimedWire = ClaimWire & {
   gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
   refused: LineRefusal | null;
   withdrawn: TaskId[] | null;
+  passed: Array<{ id: TaskId; due: number; locked_by: string | null }> | null;
 };
 
 /**
@@ -269,17 +290,27 @@ function claimText(line: boolean): string {
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
+     ), passed AS (
+       -- The ids it did not lock (none, most often: no row read then).
+       SELECT t.id, t.due_at, t.locked_by
+       FROM (SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM due) AS m(id)
+       JOIN delayed_task t ON t.id = m.id
+       WHERE ${PENDING_BY_ID}
      ), started AS (
        -- [timeline] a task with an entity records its attempt, by the note's instance.
        ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn,
+            left_over.passed
      FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
                                   AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
                   NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
                                                      'due', ${epochMs('due_at')}))
                    FROM due WHERE gated AND withdrawn IS NULL) AS gated,
+                  (SELECT json_agg(json_build_object('id', id::text, 'due', ${epochMs('due_at')},
+                                                     'locked_by', locked_by))
+                   FROM passed) AS passed,
                   ${line ? '(SELECT refused FROM line_check)' : 'NULL::text'} AS refused) left_over
      LEFT JOIN claimed ON true`;
 }

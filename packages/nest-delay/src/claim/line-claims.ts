@@ -3,7 +3,7 @@ import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import { claimTasks, returnUnstarted } from './claim-statements.js';
+import { claimTasks, returnUnstarted, type PassedRow } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 
@@ -42,6 +42,8 @@ export class LineClaims {
   refused: LineRefusal | null = null;
   /** Not started: refused, or the claim stopped before them. Back to their line. */
   left: TaskId[] = [];
+  /** Ids it could not lock, still pending (see PassedRow). */
+  passed: PassedRow[] = [];
   private index = 0;
   private readonly beganMs = performance.now();
   /** The savepoint step's question before each start after the first: may it go on (no pause waiting)? */
@@ -83,6 +85,7 @@ export class LineClaims {
       return;
     }
     this.deferred = result.deferred;
+    this.passed = result.passed;
     this.claimed = result.claimed.sort(
       (a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id),
     );
