@@ -144,7 +144,7 @@ export class ClaimBatch {
         ({ claimed, ...taken } =
           !known && plan.claimed
             ? plan.claimed
-            : await claimTasks(sql, ids, now, plan.noteId, plan.alone, plan.gating, overdueMs));
+            : await claimTasks(sql, ids, now, plan.noteId, plan.alone, plan.declared, overdueMs));
         claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
         const next = () => rows.next().value;

@@ -1,6 +1,6 @@
 import type { Fate } from '../tasks/task-transitions.js';
 import type { TaskId } from '../task.types.js';
-import type { ClaimGating, Claimed, PassedRow } from './claim-statements.js';
+import type { Claimed, PassedRow } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 import type { LineGating } from './line-claims.js';
@@ -35,7 +35,7 @@ export interface ClaimParams {
   /** What the claim statement sent with the BEGIN took (claimInScript); undefined: not claimed yet. */
   claimed?: Claimed;
   /** Limited types, in a claim of fired tasks: handed to the gate. */
-  gating: ClaimGating;
+  declared: string[];
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
   line?: LineGating;
   /** Run with savepoints from the start (a savepoint a task), never optimistically then again. */

@@ -123,7 +123,7 @@ export class ClaimRunner {
         noteId,
         alone,
         claimed: claimed && readClaimed(claimed, now),
-        gating: { declared },
+        declared,
         line: gated && {
           type: gated.line.type,
           key: gated.line.key,

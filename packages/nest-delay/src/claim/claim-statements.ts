@@ -1,11 +1,5 @@
 import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
-import {
-  LIMIT_LOCK_CLASS,
-  PAUSE_LOCK_CLASS,
-  declaredColumn,
-  seatLockKey,
-} from '../limits/limit-statements.js';
 import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
 import type { ClaimRow, DueRow } from '../tasks/task-row.js';
 import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
@@ -44,32 +38,6 @@ export interface PassedRow {
   lockedBy: string | null;
 }
 
-// --- [limits] the gate's claim of a line's tasks (issue 27; limits/limit-statements.ts) ---
-/** How a claim treats limited types (see limit-statements.ts). */
-export type ClaimGating =
-  /** Fired tasks: those of a type limited here (`declared`) or at run time, or paused, are returned in `gated`. */
-  | { declared: string[]; line?: undefined }
-  /**
-   * The gate's claim of a line's tasks: claimed only while its type is
-   * not paused (read after taking the type's pause lock shared, so a pause
-   * being committed waits for this transaction) and, under a concurrency
-   * limit (the run-time one when set, else `concurrency`), with a seat taken
-   * for the transaction; under a rate (the run-time one when set, else the
-   * declared one when `paced`), only with a credit this instance still holds.
-   */
-  | {
-      line: {
-        type: string;
-        key: string;
-        concurrency: number | null;
-        /** The declared limits include a rate (a run-time override decides otherwise). */
-        paced?: boolean;
-        /** The rate credits taken for these starts, one a task: claimed only while this instance still holds them all. */
-        credits?: { credits: number[]; holder: string };
-      };
-      declared?: undefined;
-    };
-// --- [limits] end ---
 
 /**
  * The claim: takes the due, still pending tasks among `ids` inside the
@@ -88,19 +56,14 @@ export type ClaimGating =
  * kills its process takes no batch-mates with it. The claim clears the flag
  * (the one transition that does): if it rolls back, the flag is back.
  *
- * Shared limits (`gating`): a claim of fired tasks leaves those of limited
- * or paused types unclaimed and returns them in `gated`; the limit gate then
- * claims a line's tasks in this same statement, which reads the pause, takes
- * a concurrency seat (a transaction-scoped advisory lock) and checks the
- * rate credits before it claims them (see LineClaims).
+ * Shared limits: a claim of fired tasks leaves those of limited or paused
+ * types (`declared` here, or limited or paused at run time) unclaimed and
+ * returns them in `gated`, for the limit gate; a gate's claim of a line's
+ * tasks is this statement with the line's checks first (line-claims.ts).
  *
- * $1–$5: the ids, now, the note, alone, and after how long an occurrence is
- * overdue; then a gate's claim's line ($6–$11), or for fired tasks the
- * types declared limited here ($6). A claim of fired tasks has no line to
- * check and sends none of its CTEs: parsed and planned afresh at every
- * claim (an unnamed statement, as a pooler in transaction mode needs), they
- * were half of its cost on the server. The arrays left over go out as NULL
- * when empty: each claimed row carries them, and the driver parses each.
+ * $1–$6: the ids, now, the note, alone, after how long an occurrence is
+ * overdue, and the types declared limited here. The arrays left over go out
+ * as NULL when empty: each claimed row carries them, and the driver parses each.
  */
 export async function claimTasks(
   sql: Sql,
@@ -108,33 +71,19 @@ export async function claimTasks(
   now: Date,
   noteId: string,
   alone: boolean,
-  gating: ClaimGating = { declared: [] },
+  /** The types declared limited here: their fired tasks go to the limit gate. */
+  declared: string[] = [],
   /**
    * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
    * the runtime passes two of its leases, the default is two default leases.
    */
   overdueAfterMs = 60_000,
 ): Promise<Claimed> {
-  const line = gating.line;
   const rows = await sql.rows<ClaimedWire>(
-    line ? LINE_CLAIM : FIRED_CLAIM,
-    line
-      ? [
-          ids,
-          now,
-          noteId,
-          alone,
-          overdueAfterMs,
-          line.type,
-          line.key,
-          line.concurrency,
-          line.credits?.credits ?? null,
-          line.credits?.holder ?? null,
-          line.paced ?? false,
-        ]
-      : [ids, now, noteId, alone, overdueAfterMs, gating.declared ?? []],
+    FIRED_CLAIM,
+    [ids, now, noteId, alone, overdueAfterMs, declared],
     // Prepared where it can be: planning it cost Postgres more than running it for a few tasks.
-    line ? 'nest_delay_claim_line' : 'nest_delay_claim',
+    'nest_delay_claim',
   );
   return readClaimed(rows, now);
 }
@@ -188,7 +137,7 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
   };
 }
 
-type ClaimedWire = ClaimWire & {
+export type ClaimedWire = ClaimWire & {
   deferred: TaskId[] | null;
   gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
   refused: LineRefusal | null;
@@ -197,72 +146,23 @@ type ClaimedWire = ClaimWire & {
 };
 
 /**
- * The claim statement, of a gate's line (`line`) or of fired tasks; their
- * values are listed in claimTasks (and claimInScript for fired tasks).
+ * The claim statement, of fired tasks, or of a gate's line when given its
+ * `lineCheck`: CTEs that end with \`line_check\`, whose one \`refused\` column
+ * (null: go on) decides whether anything is claimed (see line-claims.ts).
+ * Parameters $1–$5 are listed in claimTasks; $6 on are the fired claim's
+ * declared types, or the line's.
  */
-function claimText(line: boolean): string {
+export function claimStatement(lineCheck?: string): string {
   return `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
-     ),${
-       line
-         ? `
-     -- [limits] A gate's claim: the type's pause lock shared first (a pause
-     -- being committed holds it exclusively: refused), then the type's row
-     -- read with FOR KEY SHARE, which returns its latest committed version
-     -- (a pause or change committed since this statement's snapshot), and
-     -- blocks no update of it. See limit-statements.ts.
-     pause_lock AS (
-       SELECT $6::text IS NULL
-              OR pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
-     ), limits AS (
-       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
-              l.declared_at, l.declared_concurrency, l.declared_rate_starts
-       FROM delay_type_limit l, pause_lock
-       WHERE l.type = $6 AND pause_lock.ok
-       FOR KEY SHARE OF l
-     ), gate AS (
-       SELECT $6::text IS NOT NULL AS line,
-              NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
-              -- Set at run time, else declared (stored at boot, else this instance's code).
-              CASE WHEN l.overridden THEN l.concurrency
-                   ELSE ${declaredColumn('l', 'concurrency', '$8::int')} END AS seats,
-              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL
-                   WHEN l.declared_at IS NOT NULL THEN l.declared_rate_starts IS NOT NULL
-                   ELSE $11::boolean END AS paced
-       FROM (SELECT 1) one LEFT JOIN limits l ON true
-     ), line_check AS (
-       -- In order, each only if the one before passed: no seat is taken for a paused type.
-       SELECT CASE
-         WHEN NOT line THEN NULL
-         WHEN paused THEN 'paused'
-         -- Credits verified held, and the instance's lease row locked (FOR KEY
-         -- SHARE) until this transaction ends: a takeover, which deletes that
-         -- row and reaps the credits in one statement, cannot happen while
-         -- this claim's handlers start (releaseExpiredInstances skips it).
-         WHEN $9::int[] IS NOT NULL AND NOT (cardinality($9::int[]) = (
-           SELECT count(*) FROM delay_limit_credit c
-           WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($9::int[]) AND c.holder = $10
-             AND c.used_at = 'infinity'
-         ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $10 FOR KEY SHARE OF i))
-           THEN 'unpaced'
-         WHEN $9::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
-         WHEN seats IS NOT NULL AND NOT EXISTS (
-           SELECT 1 FROM generate_series(0, seats - 1) s
-           WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$6', '$7', 's')})
-         ) THEN 'busy'
-       END AS refused
-       FROM gate
-     -- [limits] end
-     ),`
-         : ''
-     } due AS (
+     ),${lineCheck ? `\n${lineCheck},` : ''} due AS (
        SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
-              ${line ? 'false' : FIRED_GATED} AS gated,
+              ${lineCheck ? 'false' : FIRED_GATED} AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
               ${occurrenceVerdict('t', '$2', '$5')} AS withdrawn
        FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
-         ${line ? 'AND (SELECT refused IS NULL FROM line_check)' : ''}
+         ${lineCheck ? 'AND (SELECT refused IS NULL FROM line_check)' : ''}
        FOR UPDATE OF t SKIP LOCKED
      ), withdrawn AS (
        ${withdrawOccurrences('due', '$2')}
@@ -311,7 +211,7 @@ function claimText(line: boolean): string {
                   (SELECT json_agg(json_build_object('id', id::text, 'due', ${epochMs('due_at')},
                                                      'locked_by', locked_by))
                    FROM passed) AS passed,
-                  ${line ? '(SELECT refused FROM line_check)' : 'NULL::text'} AS refused) left_over
+                  ${lineCheck ? '(SELECT refused FROM line_check)' : 'NULL::text'} AS refused) left_over
      LEFT JOIN claimed ON true`;
 }
 
@@ -419,5 +319,4 @@ export function findOverdueUnleased(sql: Sql, now: Date, after: DueRow | null, l
 }
 
 // Built once, after everything their text uses: one text per name, as a prepared statement needs.
-const FIRED_CLAIM = claimText(false);
-const LINE_CLAIM = claimText(true);
+const FIRED_CLAIM = claimStatement();

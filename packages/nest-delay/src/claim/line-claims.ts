@@ -1,9 +1,21 @@
-import { pauseWaitingProbe } from '../limits/limit-statements.js';
+import {
+  LIMIT_LOCK_CLASS,
+  PAUSE_LOCK_CLASS,
+  declaredColumn,
+  pauseWaitingProbe,
+  seatLockKey,
+} from '../limits/limit-statements.js';
 import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import { claimTasks, returnUnstarted, type PassedRow } from './claim-statements.js';
+import {
+  claimStatement,
+  readClaimed,
+  returnUnstarted,
+  type ClaimedWire,
+  type PassedRow,
+} from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 
@@ -62,23 +74,24 @@ export class LineClaims {
   /** The one claim statement. */
   async take(): Promise<void> {
     const { line, claim } = this;
-    const result = await claimTasks(
-      this.sql,
-      this.ids,
-      claim.now,
-      claim.noteId,
-      claim.alone,
-      {
-        line: {
-          type: line.type,
-          key: line.key,
-          concurrency: line.concurrency,
-          paced: line.paced,
-          credits: line.credits && { credits: line.credits.taken, holder: line.credits.holder },
-        },
-      },
-      claim.overdueAfterMs,
+    const rows = await this.sql.rows<ClaimedWire>(
+      LINE_CLAIM,
+      [
+        this.ids,
+        claim.now,
+        claim.noteId,
+        claim.alone,
+        claim.overdueAfterMs,
+        line.type,
+        line.key,
+        line.concurrency,
+        line.credits?.taken ?? null,
+        line.credits?.holder ?? null,
+        line.paced,
+      ],
+      'nest_delay_claim_line',
     );
+    const result = readClaimed(rows, claim.now);
     if (result.refused) {
       this.refused = result.refused;
       this.left = [...this.ids];
@@ -118,3 +131,53 @@ export class LineClaims {
     this.left.push(...unstarted);
   }
 }
+
+/**
+ * A gate's claim: the claim statement, with the line's checks first. Its
+ * $6–$11: the type, the key, the declared concurrency, the rate credits
+ * taken (null: none), their holder, and whether the declared limits include
+ * a rate. The type's pause lock is taken shared first (a pause being
+ * committed holds it exclusively: refused), then the type's row is read with
+ * FOR KEY SHARE, which returns its latest committed version (a pause or
+ * change committed since this statement's snapshot) and blocks no update of
+ * it (see limit-statements.ts).
+ */
+const LINE_CLAIM = claimStatement(`     pause_lock AS (
+       SELECT pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
+     ), limits AS (
+       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
+              l.declared_at, l.declared_concurrency, l.declared_rate_starts
+       FROM delay_type_limit l, pause_lock
+       WHERE l.type = $6 AND pause_lock.ok
+       FOR KEY SHARE OF l
+     ), gate AS (
+       SELECT NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
+              -- Set at run time, else declared (stored at boot, else this instance's code).
+              CASE WHEN l.overridden THEN l.concurrency
+                   ELSE ${declaredColumn('l', 'concurrency', '$8::int')} END AS seats,
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL
+                   WHEN l.declared_at IS NOT NULL THEN l.declared_rate_starts IS NOT NULL
+                   ELSE $11::boolean END AS paced
+       FROM (SELECT 1) one LEFT JOIN limits l ON true
+     ), line_check AS (
+       -- In order, each only if the one before passed: no seat is taken for a paused type.
+       SELECT CASE
+         WHEN paused THEN 'paused'
+         -- Credits verified held, and the instance's lease row locked (FOR KEY
+         -- SHARE) until this transaction ends: a takeover, which deletes that
+         -- row and reaps the credits in one statement, cannot happen while
+         -- this claim's handlers start (releaseExpiredInstances skips it).
+         WHEN $9::int[] IS NOT NULL AND NOT (cardinality($9::int[]) = (
+           SELECT count(*) FROM delay_limit_credit c
+           WHERE c.type = $6 AND c.key = $7 AND c.credit = ANY($9::int[]) AND c.holder = $10
+             AND c.used_at = 'infinity'
+         ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $10 FOR KEY SHARE OF i))
+           THEN 'unpaced'
+         WHEN $9::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
+         WHEN seats IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM generate_series(0, seats - 1) s
+           WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$6', '$7', 's')})
+         ) THEN 'busy'
+       END AS refused
+       FROM gate
+     )`);
