@@ -155,7 +155,7 @@ describe('a deferrable constraint added while the app runs', () => {
     await f.query(
       `ALTER TABLE order_idempotency_key ALTER CONSTRAINT order_idempotency_key_order_id_fkey NOT DEFERRABLE`,
     );
-    // A claim reads that the database has no deferrable constraint (claims reuse that answer)…
+    // Claims run while the database has no deferrable constraint…
     const early = await f.delay.schedule(effectsTask());
     await f.tester.runDue();
     expect(await f.effects(early.id)).toBe(1);

@@ -57,9 +57,7 @@ export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]>
  * the time as an ISO literal. `noteId` comes from reserveNoteIds. `claim`,
  * a statement without parameters, is sent last in the same message, inside
  * the claim's transaction: a claim of fired tasks saves a round trip (see
- * claimInScript). `withDeferrable`: the note also reads whether the
- * database has deferrable constraints (so whether a savepoint step checks them; see
- * DeferrableMemo), returned as `deferrable`. Returns the claim's rows.
+ * claimInScript). Returns the claim's rows.
  */
 export async function recordAttemptAndBegin(
   connection: ClaimConnection,
@@ -69,21 +67,17 @@ export async function recordAttemptAndBegin(
   now: Date,
   backstopMs: number,
   claim: string | undefined,
-  withDeferrable: boolean,
-): Promise<{ deferrable?: boolean; claimed?: unknown[] }> {
+): Promise<unknown[] | undefined> {
   assertIds([noteId, ...ids]);
   // Prepared once per session where it can be, as the claim is: planning it was most of its cost.
-  const [name, text] = withDeferrable ? [NOTE_NAME, NOTE] : [BARE_NOTE_NAME, BARE_NOTE];
-  const note = connection.script.statement(name, text, [
+  const note = connection.script.statement(NOTE_NAME, NOTE, [
     `${noteId}::bigint`,
     connection.literal(instanceId),
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,
   ]);
   const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs, claim);
-  // The first answer with a row is the note's (BEGIN and a PREPARE have none).
-  const row = results.find((rows) => rows.length > 0)![0] as { deferrable?: boolean };
-  return { deferrable: row.deferrable, claimed: claim ? results[results.length - 1] : undefined };
+  return claim ? results[results.length - 1] : undefined;
 }
 
 /**
@@ -100,31 +94,14 @@ export function unlockNoteOnceGone(noteId: string): string {
      WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }
 
-/** Whether the database has constraints a COMMIT checks (see ClaimConnection.savepoint). */
-const DEFERRABLE = `EXISTS (SELECT 1 FROM pg_constraint WHERE condeferrable)
-              OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgdeferrable)`;
-
-/** Reads on its own what a note reads with it (see DeferrableMemo). */
-export async function readDeferrable(sql: Sql): Promise<boolean> {
-  const [row] = await sql.rows<{ deferrable: boolean }>(`SELECT ${DEFERRABLE} AS deferrable`, []);
-  return row.deferrable;
-}
-
-/** The note with its id given (from reserveNoteIds), as a claim's script sends it; BARE: without the catalog read. */
+/** The note with its id given (from reserveNoteIds), as a claim's script sends it. */
 const NOTE_NAME = 'nest_delay_note';
-const BARE_NOTE_NAME = 'nest_delay_bare_note';
 
 /** A new note id, as the column's default would give it. */
 const NEXT_NOTE_ID = `nextval(pg_get_serial_sequence('delay_attempt', 'id'))`;
 
-/** The note's one statement, given its four values as SQL; `deferrable`: with the catalog read. */
-function noteStatement(
-  id: string,
-  instanceId: string,
-  ids: string,
-  now: string,
-  deferrable = true,
-): string {
+/** The note's one statement, given its four values as SQL. */
+function noteStatement(id: string, instanceId: string, ids: string, now: string): string {
   // Committed without waiting for the WAL flush: the note matters only if the
   // app dies while Postgres lives on (and flushes it within milliseconds); if
   // Postgres itself crashes, the claims die with it and nothing is to charge.
@@ -135,13 +112,7 @@ function noteStatement(
        SELECT ${id}, ${instanceId}, ${ids}, ${now}, now() FROM async
        RETURNING id
      )
-     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')})${
-       deferrable
-         ? `,
-            -- Read here, in a round trip the claim makes anyway.
-            ${DEFERRABLE} AS deferrable`
-         : ''
-     }
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')})
      FROM noted`;
 }
 
@@ -232,4 +203,3 @@ export async function takeOrphanedNotes(
 }
 
 const NOTE = noteStatement('$1::bigint', '$2::text', '$3::bigint[]', '$4::timestamptz');
-const BARE_NOTE = noteStatement('$1::bigint', '$2::text', '$3::bigint[]', '$4::timestamptz', false);

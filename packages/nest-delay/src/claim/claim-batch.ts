@@ -2,8 +2,7 @@ import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { readDeferrable, takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
-import type { DeferrableMemo } from './attempt-notes.js';
+import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
 import { claimTasks, type Claimed } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import { LineClaims } from './line-claims.js';
@@ -55,7 +54,6 @@ export class ClaimBatch {
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
-    private readonly deferrable: DeferrableMemo,
   ) {
     this.rules = { policy: ctx.policy, backoffOf: (type) => registry.backoffOf(type) };
     this.attempts = new AttemptRunner(ctx, registry, this.rules);
@@ -87,13 +85,6 @@ export class ClaimBatch {
     // The note is still there and still locked: the rollback restored it,
     // and its lock is dropped only after a commit (unlockNoteOnceGone).
     await connection.restart(this.backstopMs);
-    // COMMIT failed with no handler failing: a deferred constraint added
-    // since the last read may be why, and the savepoint pass must check it.
-    if (first.failures.size === 0 && plan.deferrable === false) {
-      const deferrable = await readDeferrable(connection.sql);
-      this.deferrable.read(deferrable, performance.now());
-      plan = { ...plan, deferrable };
-    }
     const result = await this.pass(connection, ids, plan, first.failures, spans);
     if (result instanceof Redo) {
       spans?.rolledBack();
@@ -250,14 +241,12 @@ export class ClaimBatch {
   ): Promise<Fate[]> {
     const fates: Fate[] = [];
     const { nowMs } = plan;
-    // Unknown (undefined): checked, the safe side.
-    const check = plan.deferrable !== false;
     for (let index = 0, row = source.next(); row; index++, row = source.next()) {
       // One round trip per savepoint step: the previous task's deferred constraints
       // are checked, its savepoint released and this one's taken.
       const probe = index === 0 ? undefined : source.probe;
       const step = index === 0 ? 'first' : 'next';
-      if (!(await this.savepointStep(connection, fates, nowMs, step, check, probe))) {
+      if (!(await this.savepointStep(connection, fates, nowMs, step, probe))) {
         source.stopBefore?.(row);
         break;
       }
@@ -269,7 +258,7 @@ export class ClaimBatch {
     // A separate release for the last task: COMMIT on a transaction that a
     // handler left aborted would quietly roll back the whole batch. (After a
     // probe's stop, the savepoint it opened is empty: released here too.)
-    if (fates.length > 0) await this.savepointStep(connection, fates, nowMs, 'last', check);
+    if (fates.length > 0) await this.savepointStep(connection, fates, nowMs, 'last');
     return fates;
   }
 
@@ -285,12 +274,11 @@ export class ClaimBatch {
     fates: Fate[],
     nowMs: number,
     step: 'first' | 'next' | 'last',
-    check: boolean,
     probe?: string,
   ): Promise<boolean> {
     let goOn: boolean;
     try {
-      goOn = await connection.savepoint(step, { probe, check });
+      goOn = await connection.savepoint(step, probe);
     } catch (error) {
       const previous = fates[fates.length - 1];
       // 'first' closes nothing: a failure there is not the task before's.
@@ -298,7 +286,7 @@ export class ClaimBatch {
       await this.rollbackToSavepoint(connection);
       const failed = fail(previous.row, failedAtSavepoint(error), nowMs, this.rules);
       fates[fates.length - 1] = await this.write(connection, failed, nowMs);
-      goOn = await connection.savepoint(step, { probe, check });
+      goOn = await connection.savepoint(step, probe);
     }
     AfterCommit.savepoint(connection.runner);
     return goOn;

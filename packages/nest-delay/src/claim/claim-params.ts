@@ -40,14 +40,6 @@ export interface ClaimParams {
   line?: LineGating;
   /** Run with savepoints from the start (a savepoint a task), never optimistically then again. */
   savepoints?: boolean;
-  /**
-   * The database has deferrable constraints (read with a claim's BEGIN,
-   * see DeferrableMemo): each savepoint step checks them for the task before.
-   * Without any, it skips the check (half a savepoint step's cost); one added since
-   * the read fails its COMMIT, and the claim is retried, as any claim that
-   * could not commit, after reading it again.
-   */
-  deferrable?: boolean;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
   onStart?: (row: ClaimRow) => void;
 }

@@ -16,7 +16,6 @@ import { recordAttemptAndBegin } from './attempt-statements.js';
 import { NoteIds } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/catch-up.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
-import { DeferrableMemo } from './attempt-notes.js';
 import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
 import { ExecutionStats } from './claim-outcomes.js';
 import { HandlerCutOff } from './attempt-runner.js';
@@ -44,7 +43,6 @@ export interface ClaimHost {
 export class ClaimRunner {
   readonly notes = new NoteKeeper();
   private readonly noteIds = new NoteIds();
-  private readonly deferrable = new DeferrableMemo();
   readonly stats = new ExecutionStats();
   private readonly batch: ClaimBatch;
   /** Ids a claim could not lock once, held again at once (see followPassed). */
@@ -57,7 +55,7 @@ export class ClaimRunner {
     private readonly gate: LimitGate,
     private readonly host: ClaimHost,
   ) {
-    this.batch = new ClaimBatch(ctx, registry, this.deferrable);
+    this.batch = new ClaimBatch(ctx, registry);
   }
 
   /** The time limits are kept in: the database's (null) unless the module runs on a clock of a test's. */
@@ -105,8 +103,7 @@ export class ClaimRunner {
             );
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
-      const known = this.deferrable.known(performance.now());
-      const { deferrable: read, claimed } = await recordAttemptAndBegin(
+      const claimed = await recordAttemptAndBegin(
         connection,
         noteId,
         ctx.options.instanceId,
@@ -114,10 +111,7 @@ export class ClaimRunner {
         now,
         this.batch.backstopMs,
         claim,
-        known === undefined,
       );
-      if (read !== undefined) this.deferrable.read(read, performance.now());
-      const deferrable = known ?? read;
       result = await this.batch.run(connection, ids, {
         nowMs,
         noteId,
@@ -133,7 +127,6 @@ export class ClaimRunner {
         },
         // A gate's tasks run with savepoints from the start: a failure never starts a handler twice.
         savepoints: gated !== undefined,
-        deferrable,
         onStart: line?.onStart,
       });
     } catch (error) {
@@ -143,8 +136,6 @@ export class ClaimRunner {
       }
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
-      // A deferred constraint added since the last read may be why it could not commit.
-      this.deferrable.forget();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
       // the closed session has let go of it.
       if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);

@@ -114,8 +114,5 @@ export const PLAN_RETRY_MAX_MS = 3_600_000;
 /** Attempt note ids reserved at a time: one extra round trip every this many claims. */
 export const NOTE_ID_BLOCK = 64;
 
-/** How long the answer "does the database have deferrable constraints" is used before a claim reads it again. */
-export const DEFERRABLE_READ_EVERY_MS = 60_000;
-
 /** Past the safety net's margin, so the tasks a lost reply left are overdue enough for it. */
 export const LOST_REPLY_SLACK_MS = 100;

@@ -142,16 +142,13 @@ export interface ClaimConnection {
    * `first` takes the first task's; `next` checks the deferred constraints of
    * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
    * next one's; `last` checks and releases the last task's. A failed check
-   * leaves the task's savepoint aborted, for rollbackToSavepoint, then the same step again.
-   * `check` false leaves the deferred check out (the database has no
-   * deferrable constraints). `probe`, a statement whose one boolean says
+   * leaves the task's savepoint aborted, for rollbackToSavepoint, then the
+   * same step again (without deferrable constraints the check costs only its
+   * commands). `probe`, a statement whose one boolean says
    * whether to go on, is sent last in the same round trip; its answer is
    * returned (true without one).
    */
-  savepoint(
-    step: 'first' | 'next' | 'last',
-    options?: { check?: boolean; probe?: string },
-  ): Promise<boolean>;
+  savepoint(step: 'first' | 'next' | 'last', probe?: string): Promise<boolean>;
   /** Undoes the current task's writes: back to its savepoint, still open. */
   rollbackToSavepoint(): Promise<void>;
   /** `value` as a SQL string literal, quoted by pg. */
@@ -199,11 +196,9 @@ const SAVEPOINT_STEP = {
   last: `RELEASE SAVEPOINT ${SAVEPOINT}`,
 } as const;
 
-/** A savepoint step's step, the deferred check first when the database has deferrable constraints. */
-function savepointScript(step: keyof typeof SAVEPOINT_STEP, check: boolean): string {
-  return check && step !== 'first'
-    ? `${DEFERRED_CHECK}; ${SAVEPOINT_STEP[step]}`
-    : SAVEPOINT_STEP[step];
+/** A savepoint step's commands: the task before's deferred check first. */
+function savepointScript(step: keyof typeof SAVEPOINT_STEP): string {
+  return step === 'first' ? SAVEPOINT_STEP.first : `${DEFERRED_CHECK}; ${SAVEPOINT_STEP[step]}`;
 }
 
 /**
@@ -309,8 +304,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
-    async savepoint(step, { check = true, probe } = {}) {
-      const steps = savepointScript(step, check);
+    async savepoint(step, probe) {
+      const steps = savepointScript(step);
       const replies = await script(probe ? `${steps}; ${probe}` : steps);
       if (!probe) return true;
       const [row] = replies[replies.length - 1].rows as Array<Record<string, unknown>>;
