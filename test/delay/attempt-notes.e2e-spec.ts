@@ -74,6 +74,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [id],
         gated: [],
         passed: [],
+        unhandled: [],
         refused: null,
         withdrawn: [],
       });
@@ -91,6 +92,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [],
         gated: [],
         passed: [],
+        unhandled: [],
         refused: null,
         withdrawn: [],
       });
@@ -223,6 +225,7 @@ describeWithServer('attempt notes of live claims', () => {
         deferred: [id],
         gated: [],
         passed: [],
+        unhandled: [],
         refused: null,
         withdrawn: [],
       });

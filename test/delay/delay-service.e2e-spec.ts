@@ -606,6 +606,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         'held',
         'queued',
         'rescued',
+        'unhandledTypes',
         'drainingBacklog',
         'instanceId',
         'running',
@@ -618,20 +619,16 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     expect(after).toMatchObject({
       queued: 0,
       rescued: 0,
+      unhandledTypes: {},
       drainingBacklog: false,
       running: true,
       clock: undefined,
     });
   });
 
-  it('in one batch, a failing handler and an unknown type undo only themselves', async () => {
+  it('in one batch, a failing handler undoes only itself', async () => {
     await t.quiesce();
     const due = t.clock.now() + MINUTE;
-    const [vanished] = await t.query<{ id: string }>(
-      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
-       VALUES ('vanished.type', 'null', $1, $2, $2) RETURNING id`,
-      [new Date(due), new Date(t.clock.now())],
-    );
     const tasks = [];
     for (let i = 0; i < 6; i++) {
       tasks.push(
@@ -643,9 +640,6 @@ describe('failures: retried with backoff, then dead-lettered', () => {
         }),
       );
     }
-    // The row written behind the API's back is leased into the wheel.
-    await t.tester.refresh();
-    expect(t.tester.isHeld(vanished.id)).toBe(true);
     const before = t.delay.stats();
     const report = await t.tester.advance('1m');
     const after = t.delay.stats();
@@ -655,14 +649,7 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     expect(report).toMatchObject({
       executed: 4,
       failed: 2,
-      deadLettered: 1,
-      snoozed: 0,
-      skipped: 0,
-    });
-    expect(report.byType['vanished.type']).toEqual({
-      executed: 0,
-      failed: 0,
-      deadLettered: 1,
+      deadLettered: 0,
       snoozed: 0,
       skipped: 0,
     });
@@ -678,10 +665,6 @@ describe('failures: retried with backoff, then dead-lettered', () => {
       state: 'pending',
       attempts: 1,
       lastError: expect.stringContaining('left its transaction aborted'),
-    });
-    expect(await t.delay.get({ id: vanished.id })).toMatchObject({
-      state: 'dead',
-      lastError: expect.stringContaining('No handler registered for task type "vanished.type"'),
     });
     await t.delay.cancel({ id: tasks[2].id });
     await t.delay.cancel({ id: tasks[4].id });
@@ -715,26 +698,34 @@ describe('failures: retried with backoff, then dead-lettered', () => {
     await t.delay.cancel({ id: tasks[2].id });
   });
 
-  it('dead-letters a due task whose type no handler here knows, with a clear last_error', async () => {
-    const [{ id }] = await t.query<{ id: string }>(
-      `INSERT INTO delayed_task (type, payload, due_at, created_at, updated_at)
-       VALUES ('gone.type', 'null', $1, $1, $1) RETURNING id`,
-      [new Date(t.clock.now())],
+  it('never leases, runs or dead-letters a task whose type no handler here knows: it waits for an instance that has one', async () => {
+    const { instanceId } = t.delay['runtime'].ctx.options;
+    const now = t.clock.now();
+    // One unleased; one leased here before (by a version of this instance that had its handler).
+    const [{ id: unleased }, { id: leasedHere }] = await t.query<{ id: string }>(
+      `INSERT INTO delayed_task (type, payload, due_at, locked_by, created_at, updated_at)
+       VALUES ('gone.type', 'null', $1, NULL, $1, $1), ('gone.type', 'null', $1, $2, $1, $1)
+       RETURNING id`,
+      [new Date(now - 5_000), instanceId],
     );
     await t.tester.refresh();
+    // The loader leaves the unleased one alone; the one leased here is found overdue and fired.
+    expect(t.tester.isHeld(unleased)).toBe(false);
+    expect(t.tester.isHeld(leasedHere)).toBe(true);
     const report = await t.tester.runDue();
-    expect(report.byType['gone.type']).toEqual({
-      executed: 0,
-      failed: 0,
-      deadLettered: 1,
-      snoozed: 0,
-      skipped: 0,
-    });
-    expect(await t.delay.get({ id })).toMatchObject({
-      state: 'dead',
-      attempts: 1,
-      lastError: expect.stringContaining('No handler registered for task type "gone.type"'),
-    });
+    expect(report.byType['gone.type']).toBeUndefined();
+    expect(t.tester.isHeld(leasedHere)).toBe(false);
+    const rows = await t.query<{ id: string; locked_by: string | null; attempts: number }>(
+      `SELECT id, locked_by, attempts FROM delayed_task WHERE type = 'gone.type' ORDER BY id`,
+    );
+    // Both pending and unleased, no attempt spent: for an instance that runs them.
+    expect(rows).toEqual([
+      { id: unleased, locked_by: null, attempts: 0 },
+      { id: leasedHere, locked_by: null, attempts: 0 },
+    ]);
+    for (const id of [unleased, leasedHere])
+      expect(await t.delay.get({ id })).toMatchObject({ state: 'pending', lastError: null });
+    await t.query(`DELETE FROM delayed_task WHERE type = 'gone.type'`);
   });
 });
 

@@ -12,6 +12,12 @@ export interface DelayStats extends ExecutionCounts {
    * instance, and held again (an engine fault: each is logged as a warning).
    */
   rescued: number;
+  /**
+   * Task types with tasks overdue by a lease that no live instance has a
+   * handler for, and how many of the oldest overdue tasks they are (read
+   * every sixth heartbeat): they wait, never dead-lettered for that.
+   */
+  unhandledTypes: Record<string, number>;
   /** A backlog read is under way. */
   drainingBacklog: boolean;
   instanceId: string;

@@ -75,7 +75,7 @@ export class DelayService {
     const { manager } = options;
     const nowMs = this.now();
     const inCaller = manager !== undefined;
-    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller);
+    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
     const now = new Date(nowMs);
     const sql = this.db.in(manager);
     // The caller's trace goes with the task, to its handler's span.

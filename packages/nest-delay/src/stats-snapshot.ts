@@ -15,6 +15,7 @@ export function statsSnapshot(runtime: DelayRuntime): DelayStats {
     held: wheel.size,
     queued: dispatcher.queuedCount,
     rescued: runtime.sweep.rescued,
+    unhandledTypes: { ...lease.unhandledTypes },
     drainingBacklog: backlog.busy,
     instanceId: ctx.options.instanceId,
     running: runtime.running,

@@ -115,7 +115,13 @@ export class ClaimBatch {
         const line = new LineClaims(
           sql,
           ids,
-          { now, noteId: plan.noteId, alone: plan.alone, overdueAfterMs: overdueMs },
+          {
+            now,
+            noteId: plan.noteId,
+            alone: plan.alone,
+            overdueAfterMs: overdueMs,
+            handled: plan.handled,
+          },
           plan.line,
           connection.literal,
         );
@@ -129,13 +135,23 @@ export class ClaimBatch {
           refused: line.refused,
           left: line.left,
           passed: line.passed,
+          unhandled: line.unhandled,
         };
       } else {
         // The optimistic pass may have its claim already (sent with the BEGIN); a rerun claims again.
         ({ claimed, ...taken } =
           !known && plan.claimed
             ? plan.claimed
-            : await claimTasks(sql, ids, now, plan.noteId, plan.alone, plan.declared, overdueMs));
+            : await claimTasks(
+                sql,
+                ids,
+                now,
+                plan.noteId,
+                plan.alone,
+                plan.declared,
+                overdueMs,
+                plan.handled,
+              ));
         claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
         const next = () => rows.next().value;
@@ -156,6 +172,7 @@ export class ClaimBatch {
         claimedIds: new Set(claimed.map((row) => row.id)),
         deferred: taken.deferred,
         passed: taken.passed,
+        unhandled: taken.unhandled,
         gated: taken.gated,
         refused: taken.refused,
         left: taken.left ?? [],

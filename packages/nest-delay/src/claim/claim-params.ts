@@ -19,6 +19,8 @@ export interface BatchResult {
   deferred: TaskId[];
   /** Ids it could not lock, still pending (moved later, or held by another transaction). */
   passed: PassedRow[];
+  /** Due, of a type with no handler here: unclaimed, their lease let go. */
+  unhandled: TaskId[];
   /** What became of each claimed task, and of tasks a charge exhausted before their claim. */
   fates: Fate[];
   /** The optimistic pass failed and the batch ran again with a savepoint a task. */
@@ -36,6 +38,8 @@ export interface ClaimParams {
   claimed?: Claimed;
   /** Limited types, in a claim of fired tasks: handed to the gate. */
   declared: string[];
+  /** The types this instance has handlers for: no other is claimed (WindowPolicy.handles). */
+  handled: readonly string[];
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
   line?: LineGating;
   /** Run with savepoints from the start (a savepoint a task), never optimistically then again. */

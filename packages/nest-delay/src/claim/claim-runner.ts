@@ -88,6 +88,7 @@ export class ClaimRunner {
       this.notes.noted(connection, noteId);
       const now = new Date(nowMs);
       const declared = gated ? [] : this.gate.declaredTypes();
+      const handled = ctx.policy.handledTypes;
       // A batch of fired tasks is claimed in the same message (one round
       // trip fewer); a gate's claim and a claim alone do more before theirs.
       const claim =
@@ -100,6 +101,7 @@ export class ClaimRunner {
               noteId,
               declared,
               overdueAfterMs(ctx.options.leaseMs),
+              handled,
             );
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
@@ -118,6 +120,7 @@ export class ClaimRunner {
         alone,
         claimed: claimed && readClaimed(claimed, now),
         declared,
+        handled,
         line: gated && {
           type: gated.line.type,
           key: gated.line.key,
@@ -165,6 +168,7 @@ export class ClaimRunner {
       : undefined;
     reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
     for (const fate of result.fates) this.follow(fate);
+    this.handBack(result.unhandled);
     if (this.passedOnce.size > 0) {
       const passed = new Set(result.passed.map((row) => row.id));
       for (const id of ids) if (!passed.has(id)) this.passedOnce.delete(id);
@@ -179,9 +183,23 @@ export class ClaimRunner {
       ...result.deferred,
       ...result.gated.map((row) => row.id),
       ...result.left,
+      ...result.unhandled,
     ]);
     this.followPassed(result.passed.filter((row) => !accounted.has(row.id)));
     return result;
+  }
+
+  /**
+   * Due tasks of types with no handler here: the claim let their lease go,
+   * and they leave the wheel, for an instance that has a handler. Said once
+   * a type (an instance of another service, or of another version).
+   */
+  private handBack(ids: TaskId[]): void {
+    for (const id of ids) this.wheel.drop(id);
+    if (ids.length === 0) return;
+    this.ctx.logger.warn(
+      `${ids.length} due task(s) of a type with no handler on this instance were left for an instance that has one: ${ids.join(', ')}`,
+    );
   }
 
   /** Cuts off the claims in flight at stop (see NoteKeeper.cutOffAll). */

@@ -23,6 +23,8 @@ export interface Claimed {
   withdrawn: TaskId[];
   /** Ids it did not lock that are still pending, as last committed (see PassedRow). */
   passed: PassedRow[];
+  /** Due tasks of a type with no handler here: unclaimed, their lease let go. */
+  unhandled: TaskId[];
 }
 
 /**
@@ -61,8 +63,10 @@ export interface PassedRow {
  * returns them in `gated`, for the limit gate; a gate's claim of a line's
  * tasks is this statement with the line's checks first (line-claims.ts).
  *
- * $1–$6: the ids, now, the note, alone, after how long an occurrence is
- * overdue, and the types declared limited here. The arrays left over go out
+ * $1–$7: the ids, now, the note, alone, after how long an occurrence is
+ * overdue, the types declared limited here, and the types handled here (a
+ * due task of any other type is left unclaimed and its lease let go, in
+ * `unhandled`: an instance with its handler runs it). The arrays left over go out
  * as NULL when empty: each claimed row carries them, and the driver parses each.
  */
 export async function claimTasks(
@@ -78,10 +82,12 @@ export async function claimTasks(
    * the runtime passes two of its leases, the default is two default leases.
    */
   overdueAfterMs = 60_000,
+  /** The types this instance has handlers for (null: any type); see WindowPolicy.handles. */
+  handled: readonly string[] | null = null,
 ): Promise<Claimed> {
   const rows = await sql.rows<ClaimedWire>(
     FIRED_CLAIM,
-    [ids, now, noteId, alone, overdueAfterMs, declared],
+    [ids, now, noteId, alone, overdueAfterMs, declared, handled],
     // Prepared where it can be: planning it cost Postgres more than running it for a few tasks.
     'nest_delay_claim',
   );
@@ -102,15 +108,19 @@ export function claimInScript(
   noteId: string,
   declared: string[],
   overdueAfterMs: number,
+  handled: readonly string[],
 ): string {
   assertIds([noteId, ...ids]);
+  const texts = (types: readonly string[]) =>
+    `ARRAY[${types.map((type) => script.literal(type)).join(', ')}]::text[]`;
   return script.statement('nest_delay_claim_script', FIRED_CLAIM, [
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,
     `${noteId}::bigint`,
     'false',
     `${Math.round(overdueAfterMs)}`,
-    `ARRAY[${declared.map((type) => script.literal(type)).join(', ')}]::text[]`,
+    texts(declared),
+    texts(handled),
   ]);
 }
 
@@ -134,6 +144,7 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
       dueAtMs: Math.floor(p.due),
       lockedBy: p.locked_by,
     })),
+    unhandled: first?.unhandled ?? [],
   };
 }
 
@@ -143,6 +154,7 @@ export type ClaimedWire = ClaimWire & {
   refused: LineRefusal | null;
   withdrawn: TaskId[] | null;
   passed: Array<{ id: TaskId; due: number; locked_by: string | null }> | null;
+  unhandled: TaskId[] | null;
 };
 
 /**
@@ -152,15 +164,16 @@ export type ClaimedWire = ClaimWire & {
  * Parameters $1–$5 are listed in claimTasks; $6 on are the fired claim's
  * declared types, or the line's.
  */
-export function claimStatement(lineCheck?: string): string {
+export function claimStatement(lineCheck: string | undefined, handledTypes: string): string {
   return `WITH mine AS (
        DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
      ),${lineCheck ? `\n${lineCheck},` : ''} due AS (
-       SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at,
-              ${lineCheck ? 'false' : FIRED_GATED} AS gated,
+       SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at, handled,
+              handled AND ${lineCheck ? 'false' : FIRED_GATED} AS gated,
               -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              ${occurrenceVerdict('t', '$2', '$5')} AS withdrawn
-       FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type
+              CASE WHEN handled THEN ${occurrenceVerdict('t', '$2', '$5')} END AS withdrawn
+       FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type,
+            LATERAL (SELECT ${handledTypes}::text[] IS NULL OR t.type = ANY(${handledTypes}::text[]) AS handled) h
        WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
          ${lineCheck ? 'AND (SELECT refused IS NULL FROM line_check)' : ''}
        FOR UPDATE OF t SKIP LOCKED
@@ -178,7 +191,7 @@ export function claimStatement(lineCheck?: string): string {
          AND a.recorded_at >= pg_postmaster_start_time() AND task_id IS NOT NULL
      ), runnable AS (
        SELECT id FROM due
-       WHERE NOT gated AND withdrawn IS NULL
+       WHERE handled AND NOT gated AND withdrawn IS NULL
          AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
      ), claimed AS (
        UPDATE delayed_task t
@@ -190,6 +203,10 @@ export function claimStatement(lineCheck?: string): string {
                  ${epochMs('t.occurrence_at')} AS occurrence_at,
                  ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
+     ), handed_back AS (
+       -- A type with no handler here: its lease goes, for an instance that has one.
+       UPDATE delayed_task t SET locked_by = NULL
+       FROM due WHERE t.id = due.id AND NOT due.handled AND t.locked_by IS NOT NULL
      ), passed AS (
        -- The ids it did not lock (none, most often: no row read then).
        SELECT t.id, t.due_at, t.locked_by
@@ -201,9 +218,10 @@ export function claimStatement(lineCheck?: string): string {
        ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
      SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn,
-            left_over.passed
-     FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE NOT gated AND withdrawn IS NULL
+            left_over.passed, left_over.unhandled
+     FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE handled AND NOT gated AND withdrawn IS NULL
                                   AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
+                  NULLIF(ARRAY(SELECT id FROM due WHERE NOT handled), '{}') AS unhandled,
                   NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
                                                      'due', ${epochMs('due_at')}))
@@ -307,16 +325,22 @@ export function findPendingByIds(sql: Sql, ids: TaskId[]) {
  * it at once. Reads only: the claim decides who runs a task, so instances
  * reading the same page cannot run it twice.
  */
-export function findOverdueUnleased(sql: Sql, now: Date, after: DueRow | null, limit: number) {
+export function findOverdueUnleased(
+  sql: Sql,
+  now: Date,
+  after: DueRow | null,
+  limit: number,
+  types: readonly string[],
+) {
   return sql.rows<DueRow>(
     `SELECT id, due_at FROM delayed_task
      WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
-       AND (due_at, id) > ($2::timestamptz, $3::bigint)
+       AND (due_at, id) > ($2::timestamptz, $3::bigint) AND type = ANY($5::text[])
      ORDER BY due_at, id
      LIMIT $4`,
-    [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
+    [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit, types],
   );
 }
 
 // Built once, after everything their text uses: one text per name, as a prepared statement needs.
-const FIRED_CLAIM = claimStatement();
+const FIRED_CLAIM = claimStatement(undefined, '$7');

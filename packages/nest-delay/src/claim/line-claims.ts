@@ -56,6 +56,8 @@ export class LineClaims {
   left: TaskId[] = [];
   /** Ids it could not lock, still pending (see PassedRow). */
   passed: PassedRow[] = [];
+  /** Due, of a type with no handler here: left to an instance that has one. */
+  unhandled: TaskId[] = [];
   private index = 0;
   private readonly beganMs = performance.now();
   /** The savepoint step's question before each start after the first: may it go on (no pause waiting)? */
@@ -64,7 +66,13 @@ export class LineClaims {
   constructor(
     private readonly sql: Sql,
     private readonly ids: TaskId[],
-    private readonly claim: { now: Date; noteId: string; alone: boolean; overdueAfterMs: number },
+    private readonly claim: {
+      now: Date;
+      noteId: string;
+      alone: boolean;
+      overdueAfterMs: number;
+      handled: readonly string[];
+    },
     private readonly line: LineGating,
     literal: (value: string) => string,
   ) {
@@ -88,6 +96,7 @@ export class LineClaims {
         line.credits?.taken ?? null,
         line.credits?.holder ?? null,
         line.paced,
+        claim.handled,
       ],
       'nest_delay_claim_line',
     );
@@ -99,6 +108,7 @@ export class LineClaims {
     }
     this.deferred = result.deferred;
     this.passed = result.passed;
+    this.unhandled = result.unhandled;
     this.claimed = result.claimed.sort(
       (a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id),
     );
@@ -134,15 +144,16 @@ export class LineClaims {
 
 /**
  * A gate's claim: the claim statement, with the line's checks first. Its
- * $6–$11: the type, the key, the declared concurrency, the rate credits
- * taken (null: none), their holder, and whether the declared limits include
- * a rate. The type's pause lock is taken shared first (a pause being
+ * $6–$12: the type, the key, the declared concurrency, the rate credits
+ * taken (null: none), their holder, whether the declared limits include
+ * a rate, and the types handled here. The type's pause lock is taken shared first (a pause being
  * committed holds it exclusively: refused), then the type's row is read with
  * FOR KEY SHARE, which returns its latest committed version (a pause or
  * change committed since this statement's snapshot) and blocks no update of
  * it (see limit-statements.ts).
  */
-const LINE_CLAIM = claimStatement(`     pause_lock AS (
+const LINE_CLAIM = claimStatement(
+  `     pause_lock AS (
        SELECT pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($6)) AS ok
      ), limits AS (
        SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
@@ -180,4 +191,6 @@ const LINE_CLAIM = claimStatement(`     pause_lock AS (
          ) THEN 'busy'
        END AS refused
        FROM gate
-     )`);
+     )`,
+  '$12',
+);

@@ -111,6 +111,9 @@ export const PLAN_RETRY_FIRST_MS = 60_000;
 /** The longest wait between two tries of a failed plan. */
 export const PLAN_RETRY_MAX_MS = 3_600_000;
 
+/** How many of the oldest overdue unleased tasks are looked at for types no live instance runs. */
+export const UNHANDLED_SAMPLE = 1000;
+
 /** Attempt note ids reserved at a time: one extra round trip every this many claims. */
 export const NOTE_ID_BLOCK = 64;
 

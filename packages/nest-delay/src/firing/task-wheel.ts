@@ -59,6 +59,11 @@ export class TaskWheel implements LifecycleService {
     return this.wheel.size + this.queue.size;
   }
 
+  /** Whether this instance runs tasks of `type` (see WindowPolicy.handles). */
+  handles(type: string): boolean {
+    return this.ctx.policy.handles(type);
+  }
+
   has(id: TaskId): boolean {
     const key = keyOf(id);
     return this.wheel.has(key) || this.queue.has(key);
@@ -115,11 +120,14 @@ export class TaskWheel implements LifecycleService {
    * Keeps the wheel in step with a row DelayService just wrote or found:
    * held if leased here, let go if leased elsewhere. An unleased row keeps
    * whatever hold it has (a task written in a caller's transaction is held
-   * without a lease), moved to its due time.
+   * without a lease), moved to its due time. A type with no handler here is
+   * never held.
    */
   track(row: TaskRow, inCallerTransaction: boolean): void {
     if (stateOf(row) !== 'pending') return;
     const { policy, clock } = this.ctx;
+    // Another instance's to run (see WindowPolicy.handles).
+    if (!policy.handles(row.type)) return this.drop(row.id);
     const dueAtMs = row.due_at.getTime();
     if (inCallerTransaction) {
       // Unleased until it commits; fire early if due soon, the claim sorts it out.

@@ -15,7 +15,8 @@ export function trackWrite(
   manager: EntityManager | undefined,
 ): void {
   wheel.track(row, manager !== undefined);
-  if (manager && stateOf(row) === 'pending') holdOnCommit(wheel, afterCommit, manager, row);
+  if (manager && stateOf(row) === 'pending' && wheel.handles(row.type))
+    holdOnCommit(wheel, afterCommit, manager, row);
 }
 
 /**

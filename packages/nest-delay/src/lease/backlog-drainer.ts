@@ -83,6 +83,7 @@ export class BacklogDrainer implements LifecycleService {
         new Date(this.ctx.clock.now()),
         after,
         page,
+        this.ctx.policy.handledTypes,
       );
       this.dispatcher.enqueue(rows.map((row) => row.id));
       if (rows.length < page) return;

@@ -1,6 +1,7 @@
 import { DatabaseClock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import {
+  findUnhandledTypes,
   heartbeat,
   releaseExpiredInstances,
   releaseInstanceTasks,
@@ -13,7 +14,7 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import { ClockWatch } from './clock-watch.js';
 import { PeriodicRound } from '../context/periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
-import { ORPHAN_SWEEP_EVERY } from '../context/tuning.js';
+import { ORPHAN_SWEEP_EVERY, UNHANDLED_SAMPLE } from '../context/tuning.js';
 
 /**
  * This instance's lease in `delay_instance`, and the takeover of instances
@@ -21,7 +22,8 @@ import { ORPHAN_SWEEP_EVERY } from '../context/tuning.js';
  * does not cost it) it renews its row; instances that stopped beating have
  * their tasks freed, and the backlog drainer and the loader pick them up at
  * once. It also sweeps for tasks leased to instances that left no row at all,
- * and feeds the database's clock to a DatabaseClock at every beat.
+ * looks for tasks that wait because no live instance has their type's
+ * handler, and feeds the database's clock to a DatabaseClock at every beat.
  */
 export class InstanceLease implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -33,6 +35,8 @@ export class InstanceLease implements LifecycleService {
   private readonly clockWatch: ClockWatch | undefined;
   /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
   private releaseAtStop = true;
+  /** Task types with overdue tasks that no live instance can run, and how many wait (findUnhandledTypes). */
+  unhandledTypes: Record<string, number> = {};
   /** Until when the last heartbeat that reached the database keeps the lease (by the clock). */
   private expiresAtMs: number | undefined;
 
@@ -111,6 +115,7 @@ export class InstanceLease implements LifecycleService {
       new Date(nowMs + options.leaseMs),
       expiredBefore,
       corrected ? corrected.correctionMs : null,
+      this.ctx.policy.handledTypes,
     );
     this.expiresAtMs = nowMs + options.leaseMs;
     // Every heartbeat is a sample of the database's clock (see DatabaseClock).
@@ -121,6 +126,7 @@ export class InstanceLease implements LifecycleService {
     if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
       await releaseOrphans(db.pool, expiredBefore);
       await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
+      await this.findUnhandled(nowMs);
     }
     if (expired.length === 0) return;
     await releaseExpiredInstances(db.pool, expired, expiredBefore);
@@ -129,6 +135,27 @@ export class InstanceLease implements LifecycleService {
     );
     this.backlog.request();
     void this.loader.refresh();
+  }
+
+  /**
+   * Warns once about each type whose tasks are overdue by a lease, unleased,
+   * and that no live instance has a handler for: they wait, and are never
+   * dead-lettered for that (see WindowPolicy.handles).
+   */
+  private async findUnhandled(nowMs: number): Promise<void> {
+    const { db, options, logger } = this.ctx;
+    const rows = await findUnhandledTypes(
+      db.pool,
+      new Date(nowMs - options.leaseMs),
+      UNHANDLED_SAMPLE,
+    );
+    for (const { type, waiting } of rows) {
+      if (type in this.unhandledTypes) continue;
+      logger.warn(
+        `Task type ${type}: ${waiting} overdue task(s) wait because no live instance has a handler for it; they run once one starts`,
+      );
+    }
+    this.unhandledTypes = Object.fromEntries(rows.map((row) => [row.type, row.waiting]));
   }
 
   /**

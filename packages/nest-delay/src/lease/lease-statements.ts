@@ -18,22 +18,43 @@ export async function heartbeat(
   leaseUntil: Date,
   expiredBefore: Date,
   clockCorrectionMs: number | null,
+  taskTypes: readonly string[],
 ) {
   const [row] = await sql.rows<{ expired: string[]; db_now_ms: number }>(
     `WITH beat AS (
        INSERT INTO delay_instance (id, started_at, heartbeat_at, lease_until, db_heartbeat_at,
-                                   clock_correction_ms)
-       VALUES ($1, $2, $2, $3, now(), $5::float8)
+                                   clock_correction_ms, task_types)
+       VALUES ($1, $2, $2, $3, now(), $5::float8, $6::text[])
        ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
          lease_until = EXCLUDED.lease_until, db_heartbeat_at = EXCLUDED.db_heartbeat_at,
-         clock_correction_ms = EXCLUDED.clock_correction_ms
+         clock_correction_ms = EXCLUDED.clock_correction_ms, task_types = EXCLUDED.task_types
        RETURNING id
      )
      SELECT ${DATABASE_NOW_MS} AS db_now_ms,
             ARRAY(SELECT id FROM delay_instance WHERE lease_until < $4 AND id <> $1) AS expired`,
-    [instanceId, now, leaseUntil, expiredBefore, clockCorrectionMs],
+    [instanceId, now, leaseUntil, expiredBefore, clockCorrectionMs, taskTypes],
   );
   return { expired: row.expired, databaseMs: row.db_now_ms };
+}
+
+/**
+ * Types of overdue, unleased tasks that no live instance has a handler for
+ * (see WindowPolicy.handles): they wait until one starts. Looked for among
+ * the oldest `sample` such tasks, where a type nobody takes piles up, with
+ * how many of them each has. An instance of an earlier release does not say
+ * its types (null): counted as running every type.
+ */
+export function findUnhandledTypes(sql: Sql, dueBefore: Date, sample: number) {
+  return sql.rows<{ type: string; waiting: number }>(
+    `SELECT type, count(*)::int AS waiting
+     FROM (SELECT type FROM delayed_task
+           WHERE locked_by IS NULL AND ${PENDING} AND due_at < $1
+           ORDER BY due_at LIMIT $2) oldest
+     WHERE NOT EXISTS (SELECT 1 FROM delay_instance i
+                       WHERE i.task_types IS NULL OR oldest.type = ANY(i.task_types))
+     GROUP BY type ORDER BY type`,
+    [dueBefore, sample],
+  );
 }
 
 /** The database's clock as epoch milliseconds, read when evaluated (not at transaction start). */
@@ -130,6 +151,7 @@ export async function retireInstance(sql: Sql, instanceId: string) {
  * split the work. While a backlog drain runs, `after` is when it began (the
  * drain runs what was due by then itself); otherwise '-infinity', so a stray
  * overdue task still gets leased, fires at once and starts a drain for any others.
+ * Only tasks of `types`, those this instance has handlers for.
  */
 export function leaseDueTasks(
   sql: Sql,
@@ -137,11 +159,13 @@ export function leaseDueTasks(
   horizon: Date,
   after: Date | '-infinity',
   limit: number,
+  types: readonly string[],
 ) {
   return sql.rows<DueRow>(
     `WITH picked AS (
        SELECT id FROM delayed_task
        WHERE locked_by IS NULL AND ${PENDING} AND due_at > $3::timestamptz AND due_at < $2
+         AND type = ANY($5::text[])
        ORDER BY due_at, id
        LIMIT $4
        FOR UPDATE SKIP LOCKED
@@ -149,7 +173,7 @@ export function leaseDueTasks(
      UPDATE delayed_task t SET locked_by = $1
      FROM picked WHERE t.id = picked.id
      RETURNING t.id, t.due_at`,
-    [instanceId, horizon, after, limit],
+    [instanceId, horizon, after, limit, types],
   );
 }
 

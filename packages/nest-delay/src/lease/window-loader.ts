@@ -79,6 +79,7 @@ export class WindowLoader implements LifecycleService {
       // each task to one run), and no gap between them.
       since === undefined ? '-infinity' : new Date(Math.min(since, nowMs)),
       options.loadPageSize,
+      policy.handledTypes,
     );
     for (const row of rows) this.wheel.hold(row.id, row.due_at.getTime());
     // Leased overdue tasks fire at once; more like them are left to a drain.

@@ -13,6 +13,7 @@ import { DelayTaskEntity1764800000000 } from './1764800000000-DelayTaskEntity.js
 import { DelayTaskEvents1764810000000 } from './1764810000000-DelayTaskEvents.js';
 import { DelayAttemptTaskIndex1764820000000 } from './1764820000000-DelayAttemptTaskIndex.js';
 import { DelayAttemptUnlogged1764830000000 } from './1764830000000-DelayAttemptUnlogged.js';
+import { DelayInstanceTaskTypes1764840000000 } from './1764840000000-DelayInstanceTaskTypes.js';
 
 /**
  * The package's schema, oldest first. Add them to your DataSource's
@@ -38,4 +39,5 @@ export const delayMigrations = [
   DelayTaskEvents1764810000000,
   DelayAttemptTaskIndex1764820000000,
   DelayAttemptUnlogged1764830000000,
+  DelayInstanceTaskTypes1764840000000,
 ];

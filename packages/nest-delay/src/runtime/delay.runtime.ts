@@ -123,6 +123,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   async onApplicationBootstrap(): Promise<void> {
     this.ctx.db.guardConnections();
     await this.reportClock();
+    this.ctx.policy.setHandledTypes(this.registry.types());
     this.ctx.policy.setRunning(true);
     // Callers' commits: an observer hears of their writes then, and a task
     // they scheduled due at once is held again then (DelayService.holdOnCommit).

@@ -43,8 +43,9 @@ export function leaseFor(
   dueAtMs: number,
   nowMs: number,
   inCallerTransaction = false,
+  type?: string,
 ): string | null {
-  return policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction);
+  return policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction, type);
 }
 
 // ---------------------------------------------------------------- the claim's outcomes

@@ -8,6 +8,9 @@ import type { ResolvedDelayOptions } from '../delay.options.js';
  */
 export class WindowPolicy {
   private running = false;
+  /** The task types this instance has handlers for: the only ones it leases, fires and claims. */
+  private handled: readonly string[] = [];
+  private handledSet = new Set<string>();
 
   constructor(private readonly options: Pick<ResolvedDelayOptions, 'windowMs' | 'instanceId'>) {}
 
@@ -18,6 +21,25 @@ export class WindowPolicy {
 
   get isRunning(): boolean {
     return this.running;
+  }
+
+  /** Set by the runtime once every handler is registered. */
+  setHandledTypes(types: readonly string[]): void {
+    this.handled = [...types];
+    this.handledSet = new Set(types);
+  }
+
+  /**
+   * The types this instance runs. It leases, fires and claims no other: in
+   * a database shared by services (or versions) with different handlers, a
+   * task waits for an instance that can run it, never dead-lettered here.
+   */
+  get handledTypes(): readonly string[] {
+    return this.handled;
+  }
+
+  handles(type: string): boolean {
+    return this.handledSet.has(type);
   }
 
   /** Tasks due before this instant belong in a wheel. */
@@ -33,10 +55,17 @@ export class WindowPolicy {
    * Who holds a task this instance is writing: itself when it runs and the
    * task is due within its window. Written in a caller's transaction, nobody:
    * if that transaction commits after the task falls due, a loader must still
-   * find it, and a loader only takes unleased tasks.
+   * find it, and a loader only takes unleased tasks. Nor of a `type` it
+   * has no handler for: an instance that has one leases it.
    */
-  leaseOnWrite(dueAtMs: number, nowMs: number, inCallerTransaction: boolean): string | null {
+  leaseOnWrite(
+    dueAtMs: number,
+    nowMs: number,
+    inCallerTransaction: boolean,
+    type?: string,
+  ): string | null {
     if (inCallerTransaction || !this.running) return null;
+    if (type !== undefined && !this.handles(type)) return null;
     return this.isWithinWindow(dueAtMs, nowMs) ? this.options.instanceId : null;
   }
 
