@@ -1,10 +1,12 @@
+import { TaskNotFoundError } from '../errors/task-not-found.error.js';
+import { TaskStateError } from '../errors/task-state.error.js';
 import type { TaskRef } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
 import type { TraceCarrier } from '../trace-carrier.js';
 import type { InsertedRow } from './insert-statements.js';
 import type { NormalizedRequest } from './schedule-request.js';
 import { PENDING, pendingIn } from './pending.js';
-import type { TaskRow } from './task-row.js';
+import { stateOf, type TaskRow } from './task-row.js';
 import { REF_MATCH, refParams } from './task-statements.js';
 import {
   named,
@@ -114,6 +116,17 @@ const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::big
 /** A task row and whether the action changed it (false: it was not in a state the action fits). */
 export interface ActedRow extends TaskRow {
   changed: boolean;
+}
+
+/** The row an action changed; or why there is none, as the error to throw. */
+export function actedRow(
+  ref: TaskRef,
+  row: ActedRow | undefined,
+  action: 'cancel' | 'reschedule' | 'revive' | 'retry',
+): ActedRow {
+  if (!row) throw new TaskNotFoundError(ref);
+  if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
+  return row;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Sql } from '../store/sql.js';
+import type { EntityActionResult } from '../task.types.js';
 import type { EntityScope } from './entity-request.js';
 import { PENDING, pendingIn } from './pending.js';
-import type { TaskRow } from './task-row.js';
+import { toTask, type TaskRow } from './task-row.js';
 import { named, recordEvents } from './task-events.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
@@ -88,4 +89,11 @@ export function rescheduleEntityTasks(
       new Date(action.horizonMs),
     ],
   );
+}
+
+/** What an entity action changed, from the rows it returned (in id order). */
+export function entityResult(entity: string, rows: TaskRow[]): EntityActionResult {
+  const byType: Record<string, number> = {};
+  for (const row of rows) byType[row.type] = (byType[row.type] ?? 0) + 1;
+  return { entity, ids: rows.map((row) => row.id), byType, tasks: rows.map((row) => toTask(row)) };
 }

@@ -1,4 +1,5 @@
 import { retryDelayMs, type Backoff } from '../delay.options.js';
+import type { NormalizedRequest } from './schedule-request.js';
 import type { WindowPolicy } from './window-policy.js';
 import type { TaskRow } from './task-row.js';
 
@@ -32,12 +33,7 @@ export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>)
   return row.attempts < row.max_attempts;
 }
 
-/**
- * Where a task that is pending again lives: in this instance's wheel
- * (`locked_by` = its id) when it is due within the window and the instance
- * runs, else unleased, for whichever instance's window reaches it. A write
- * inside a caller's transaction leases nothing (see WindowPolicy.leaseOnWrite).
- */
+/** Who holds a task that is pending again: the one rule is WindowPolicy.leaseOnWrite. */
 export function leaseFor(
   policy: WindowPolicy,
   dueAtMs: number,
@@ -256,6 +252,23 @@ export function debounce(
     horizonMs: policy.horizonMs(nowMs),
     attempts: 0,
   };
+}
+
+/** What a keyed schedule does to the pending task already holding its key: `keep` it, replace or debounce. */
+export function keyAction(
+  req: NormalizedRequest,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCaller: boolean,
+): ReplaceAction | DebounceAction | 'keep' {
+  switch (req.ifExists) {
+    case 'keep':
+      return 'keep';
+    case 'replace':
+      return replace(req.dueAtMs, nowMs, policy, inCaller);
+    case 'debounce':
+      return debounce(req.maxWaitMs as number, nowMs, policy, inCaller);
+  }
 }
 
 // ---------------------------------------------------------------- the service's actions
