@@ -33,7 +33,7 @@ import { checkTaskId } from '../task-ref.js';
 export const DEFAULT_COUNT_CAP = 100_000;
 /** How long one computation of `counts` serves every caller. */
 const DEFAULT_COUNTS_MAX_AGE_MS = 5_000;
-/** The most tasks one page, or one bulk retry, may hold. */
+/** The most tasks in one page, or in one bulk revive. */
 export const MAX_PAGE = 1_000;
 
 /**
@@ -130,7 +130,10 @@ export class DelayAdmin {
    */
   async timeline(entity: string): Promise<EntityTimeline> {
     if (entity === undefined) {
-      throw new DelayValidationError('entity', "is required: the entity's name, such as 'order:42'");
+      throw new DelayValidationError(
+        'entity',
+        "is required: the entity's name, such as 'order:42'",
+      );
     }
     checkEntity(entity, 'entity');
     const { tasks, events } = await readTimeline(this.db, entity);

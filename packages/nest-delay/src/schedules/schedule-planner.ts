@@ -25,7 +25,7 @@ import { PLAN_RETRY_FIRST_MS, PLAN_RETRY_MAX_MS, SCHEDULES_PER_PLAN } from '../c
  * How long a schedule whose plan failed `failures` times before (0 for its
  * first failure) is set aside: a minute, doubling, at most an hour. A rule
  * that cannot be planned (a row changed by hand, a zone the platform lost)
- * is retried without costing every planning round.
+ * is tried again later without costing every planning round.
  */
 export function planRetryDelayMs(failures: number): number {
   return Math.min(PLAN_RETRY_MAX_MS, PLAN_RETRY_FIRST_MS * 2 ** Math.min(failures, 20));

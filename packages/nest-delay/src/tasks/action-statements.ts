@@ -23,11 +23,9 @@ import type {
 } from './task-transitions.js';
 
 /**
- * The statements of the callers' actions on a `delayed_task` row, one per
- * transition (the decisions are in task-transitions.ts; docs/how-it-works.md,
- * "State transitions", has the table): a keyed schedule's replace and
- * debounce, and DelayService's cancel, reschedule and revive. An attempt's
- * fates and charges are in fate-statements.ts.
+ * The statements of the callers' actions on one task (decisions in
+ * task-transitions.ts): a keyed schedule's replace and debounce, and
+ * DelayService's cancel, reschedule and revive.
  */
 
 // ---------------------------------------------------------------- a keyed schedule

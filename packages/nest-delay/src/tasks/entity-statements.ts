@@ -14,8 +14,8 @@ import type { CancelEntityAction, RescheduleEntityAction } from './task-transiti
  * LOCKED: a row is locked by a claim running its handler, by a loader or a
  * takeover leasing it for a moment, or by another caller's transaction. With
  * SKIP LOCKED, a task whose attempt then fails (pending again, retrying) or
- * that was only being leased would be silently left out, and a refund would
- * leave a reminder behind. Waiting, Postgres re-reads each row once its lock
+ * that was only being leased would be silently left out of an action meant
+ * for all of the entity's tasks. Waiting, Postgres re-reads each row once its lock
  * is granted (READ COMMITTED): a task that completed meanwhile is no longer
  * pending and is left out, one pending again is acted on. Id order makes two
  * entity actions on one entity queue instead of deadlocking; a claim never

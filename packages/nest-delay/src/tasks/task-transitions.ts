@@ -5,12 +5,10 @@ import type { TaskRow } from './task-row.js';
 
 /**
  * Every change of a `delayed_task` row, decided here and nowhere else
- * (docs/how-it-works.md, "State transitions", has the table: transition,
- * when, statement). A decision is pure: the row as the claim or the caller read it,
- * the time, and the window policy in, the row's new state out, `locked_by`
- * included; `fate-statements.ts`, `action-statements.ts` and
- * `occurrence-statements.ts` write it in one statement, one statement per
- * transition.
+ * (docs/how-it-works.md, "State transitions", has the table). A decision is
+ * pure: the row as the claim or the caller read it, the time and the window
+ * policy in, the row's new state out, `locked_by` included; one statement per
+ * transition writes it (the *-statements.ts files beside this one).
  *
  * `interrupted_at` (its last attempt was cut off: it may only run alone) is
  * set by a charge and cleared by the claim alone: a task keeps the flag,
@@ -325,10 +323,9 @@ export function revive(
 
 /**
  * **cancel-entity**: every pending task of an entity (of the given types, if
- * any) stops being pending and leaves every wheel, in one statement that
- * locks them in id order and waits for a lock a claim holds: a task running
- * now finishes first, and is cancelled only if it is pending again after
- * (a retry or a snooze); a task that completed is not counted.
+ * any) stops being pending and leaves every wheel. A task running now is
+ * waited for, and cancelled only if it is pending again after (a retry or a
+ * snooze); entity-statements.ts says how.
  */
 export interface CancelEntityAction {
   readonly transition: 'cancel-entity';
@@ -377,14 +374,9 @@ export function rescheduleEntity(
  * **unplan**: the occurrences of a schedule planned ahead (pending, not yet
  * due, never started) are deleted, not cancelled, so that replanning may
  * insert those instants again (one task per occurrence, ever, is the unique
- * index's promise). Used by pause, remove and a change of rule, each after
- * locking the schedule's row (see schedule-statements.ts). Statement:
- * `unplanOccurrences` (occurrence-statements.ts).
- *
- * **withdraw**: at its claim, an occurrence that must not run is cancelled
- * instead, `last_error` saying why (one of the reasons below). Statement:
- * `withdrawOccurrences`, a part of the claim's own statement, so the
- * database decides it from the schedule's row as it is at the claim.
+ * index's promise). **withdraw**: at its claim, an occurrence that must not
+ * run is cancelled instead, `last_error` saying why (one of the reasons
+ * below). Both statements are in occurrence-statements.ts.
  */
 export const WITHDRAWN = {
   removed: 'withdrawn: its schedule was removed',
