@@ -10,19 +10,19 @@ export interface PlanPolicy {
 }
 
 /**
- * An occurrence is **overdue** when it is still to start more than two
- * leases after it was due. A crashed instance's tasks are taken over within
- * a lease and a heartbeat (a third of a lease), so an occurrence that late
- * was not delayed by one instance dying while others ran: no instance ran.
- * That is when the catch-up policy applies, to planned and unplanned
- * occurrences alike (docs/recurring-tasks.md, "Catch-up"); the claim's
- * verdict (occurrence-verdict.ts) applies it in SQL.
+ * How long an occurrence may be overdue before its schedule's catch-up
+ * policy applies: two leases. A crashed instance's tasks are taken over
+ * within a lease and a heartbeat (a third of a lease), so an occurrence that
+ * late was not delayed by one instance dying while others ran: no instance
+ * ran. The policy applies to planned and unplanned occurrences alike
+ * (docs/recurring-tasks.md, "Catch-up"); the claim's verdict
+ * (occurrence-verdict.ts) applies it in SQL.
  */
 export function overdueAfterMs(leaseMs: number): number {
   return 2 * leaseMs;
 }
 
-/** How many overdue occurrences a policy runs, the latest ones; the verdict's SQL says the same. */
+/** How many occurrences overdue beyond that a policy runs, the latest ones; the verdict's SQL says the same. */
 export function overdueKept(policy: PlanPolicy): number {
   return policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;
 }
