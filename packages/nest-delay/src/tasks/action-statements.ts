@@ -32,17 +32,13 @@ import type {
 
 /**
  * One keyed task in one statement, whatever its key finds: a new task, or,
- * when a pending task already holds the key, `keep` (touches nothing: the
- * no-op SET only makes Postgres return and lock the row), the **replace**
- * transition (`onKey`: the task becomes this request, see `replace`) or the
- * **debounce** transition (as replace, its due time capped by its maxWait
- * from the task's first request, see `debounce`).
- * Postgres decides insert-or-update atomically, so a task that finishes
- * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
- * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
- * statement inserted) tells a new task from a key's existing one, for the
- * observer's "scheduled". `traceContext` is the caller's (see
- * TaskTracing.capture); a replace takes the new caller's.
+ * when a pending task already holds the key, `onKey`: `keep` (the no-op SET
+ * only makes Postgres return and lock the row), replace or debounce (see
+ * task-transitions.ts). Postgres decides insert-or-update atomically, so a
+ * task that finishes meanwhile cannot make this fail or loop. `inserted`
+ * (xmax is 0 only for a row this statement inserted) tells a new task from
+ * a key's existing one, for the observer's "scheduled". A replace takes the
+ * new caller's `traceContext`.
  */
 export async function insertTask(
   sql: Sql,

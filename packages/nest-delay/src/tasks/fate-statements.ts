@@ -176,7 +176,7 @@ function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
 /**
  * The event CTE (with its leading comma) of a fate or charge of `row`, for
  * a statement whose CTE `written` returns the row: empty when the task has
- * no entity, so a task without one runs the statement as it always was.
+ * no entity, so a task without one pays nothing for the history.
  */
 function eventOf(row: TaskRow, fields: EventFields): string {
   return row.entity == null ? '' : `, event AS (${recordEvents('written', fields)})`;

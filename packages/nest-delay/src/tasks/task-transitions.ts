@@ -192,11 +192,10 @@ export function noteChargeReason(attempt: number, instanceId: string): string {
 // ---------------------------------------------------------------- a keyed schedule
 
 /**
- * A keyed `schedule` with `ifExists: 'replace'` found a pending task holding
- * its key: the task becomes the request (type, payload, due time, max
- * attempts, trace context, entity), its attempts start over and its last error goes.
- * Leased as a new task of that due time would be, so the one statement that
- * inserts or replaces (insertTask) writes one lease either way.
+ * **replace** (`ifExists: 'replace'`): the pending task holding the key
+ * becomes the request (type, payload, due time, max attempts, trace context,
+ * entity), its attempts start over and its last error goes. Leased as a new
+ * task of that due time would be, so insertTask writes one lease either way.
  */
 export interface ReplaceAction {
   readonly transition: 'replace';
@@ -220,14 +219,11 @@ export function replace(
 }
 
 /**
- * **debounce**: a keyed `schedule` with `ifExists: 'debounce'` found a
- * pending task holding its key: as a replace (the task becomes the request),
- * but due at the request's time or `maxWaitMs` after the task was created
- * (its first request), whichever is earlier: pushed back by every request,
- * never past the maximum wait. The due time is decided in the statement,
- * from the row's `created_at`, so it holds whatever races it; so is the
- * lease: here when the new time is before `horizonMs` and `lockedBy` is this
- * instance, else unleased.
+ * **debounce** (`ifExists: 'debounce'`): as a replace, but due at the
+ * request's time or `maxWaitMs` after the task's first request (its
+ * `created_at`), whichever is earlier. The statement computes that time, and
+ * the lease (`lockedBy` if before `horizonMs`), from the row as locked, so
+ * it holds whatever races it.
  */
 export interface DebounceAction {
   readonly transition: 'debounce';
@@ -338,11 +334,9 @@ export function cancelEntity(): CancelEntityAction {
 
 /**
  * **reschedule-entity**: every pending task of an entity (of the given types)
- * moves: by `byMs` from its own due time, or to `toMs`. Each is leased here
- * when its new due time falls before `horizonMs` and `lockedBy` is this
- * instance (as a bulk insert leases its rows: the statement compares each
- * row's time), else left unleased for a loader; in a caller's transaction,
- * never leased (see WindowPolicy.leaseOnWrite).
+ * moves by `byMs` from its own due time, or to `toMs`. As a bulk insert does,
+ * the statement leases each to `lockedBy` when its new due time falls before
+ * `horizonMs`.
  */
 export interface RescheduleEntityAction {
   readonly transition: 'reschedule-entity';
