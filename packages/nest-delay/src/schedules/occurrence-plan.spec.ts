@@ -287,17 +287,17 @@ describe('planOccurrences for any rule, round and policy', () => {
 });
 
 const LEASE = 30_000;
-/** The planner's and the verdict's test: due more than two leases ago. */
-const isOverdue = (dueAtMs: number, nowMs: number) => dueAtMs < nowMs - overdueAfterMs(LEASE);
+/** The planner's and the verdict's test: overdue by more than two leases. */
+const pastGrace = (dueAtMs: number, nowMs: number) => dueAtMs < nowMs - overdueAfterMs(LEASE);
 
 describe('catch-up', () => {
-  it('an occurrence is overdue once due more than two leases ago, not at two leases', () => {
+  it('applies to an occurrence overdue by more than two leases, not by two leases', () => {
     expect(overdueAfterMs(LEASE)).toBe(60_000);
-    expect(isOverdue(0, 60_000)).toBe(false);
-    expect(isOverdue(0, 60_001)).toBe(true);
+    expect(pastGrace(0, 60_000)).toBe(false);
+    expect(pastGrace(0, 60_001)).toBe(true);
   });
 
-  it('keeps none, the latest, or up to the cap of the overdue occurrences', () => {
+  it('keeps none, the latest, or up to the cap of the occurrences past the grace', () => {
     expect(overdueKept({ catchUp: 'skip', catchUpCap: 100 })).toBe(0);
     expect(overdueKept({ catchUp: 'one', catchUpCap: 100 })).toBe(1);
     expect(overdueKept({ catchUp: 'all', catchUpCap: 7 })).toBe(7);
@@ -310,11 +310,11 @@ describe('catch-up', () => {
     for (const catchUp of ['skip', 'one', 'all'] as const) {
       const policy = { catchUp, catchUpCap: 10 };
       const plan = planOccurrences(everySecond, 1000, 0, now, now + 1000, grace, policy);
-      const late = plan.run.filter((o) => isOverdue(o.atMs, now));
+      const late = plan.run.filter((o) => pastGrace(o.atMs, now));
       expect(late).toHaveLength(overdueKept(policy));
-      // Overdue: 1 s to 239 s (240 s is due exactly two leases before now).
+      // Past the grace: 1 s to 239 s (240 s is due exactly two leases before now).
       expect(plan.missed).toBe(239 - overdueKept(policy));
-      expect(plan.run.filter((o) => !isOverdue(o.atMs, now))[0].atMs).toBe(240_000);
+      expect(plan.run.filter((o) => !pastGrace(o.atMs, now))[0].atMs).toBe(240_000);
     }
   });
 });

@@ -22,7 +22,7 @@ export function overdueAfterMs(leaseMs: number): number {
   return 2 * leaseMs;
 }
 
-/** How many occurrences overdue beyond that a policy runs, the latest ones; the verdict's SQL says the same. */
+/** How many occurrences overdue by more than that a policy runs, the latest ones; the verdict's SQL says the same. */
 export function overdueKept(policy: PlanPolicy): number {
   return policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;
 }
@@ -45,10 +45,10 @@ const MAX_WALKED = 1_000_000;
  * The occurrences of a schedule from its next one (`nextMs`) up to the
  * planning horizon. Of those already more than `graceMs` past (no instance
  * ran, or the schedule was paused), the latest `overdueKept` run and the
- * rest are counted as missed. Each planned
- * occurrence carries the one before it in the schedule's sequence
- * (`previousMs`, whether that one ran or was missed; null for the first
- * ever). Pure: the time and the schedule in, the plan out.
+ * rest are counted as missed. Each planned occurrence carries the one before
+ * it in the schedule's sequence (`previousMs`, whether that one ran or was
+ * missed; null for the first ever). Pure: the time and the schedule in, the
+ * plan out.
  */
 export function planOccurrences(
   recurrence: Recurrence,

@@ -3,7 +3,7 @@ import { WITHDRAWN } from '../tasks/task-transitions.js';
 /** A constant of ours as an SQL string literal (never built from input). */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** The SQL of overdueKept (occurrence-plan.ts): how many of the latest late occurrences a policy runs. */
+/** The SQL of overdueKept (occurrence-plan.ts): how many occurrences past the grace a policy runs, the latest ones. */
 const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_up_cap END`;
 
 /**

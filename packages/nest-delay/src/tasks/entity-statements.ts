@@ -15,12 +15,12 @@ import type { CancelEntityAction, RescheduleEntityAction } from './task-transiti
  * takeover leasing it for a moment, or by another caller's transaction. With
  * SKIP LOCKED, a task whose attempt then fails (pending again, retrying) or
  * that was only being leased would be silently left out of an action meant
- * for all of the entity's tasks. Waiting, Postgres re-reads each row once its lock
- * is granted (READ COMMITTED): a task that completed meanwhile is no longer
- * pending and is left out, one pending again is acted on. Id order makes two
- * entity actions on one entity queue instead of deadlocking; a claim never
- * waits for a task's lock (SKIP LOCKED), so it cannot deadlock with them.
- * The wait is at most the running handler's timeout and grace.
+ * for all of the entity's tasks. Waiting, Postgres re-reads each row once
+ * its lock is granted (READ COMMITTED): a task that completed meanwhile is no
+ * longer pending and is left out, one pending again is acted on. Id order
+ * makes two entity actions on one entity queue instead of deadlocking; a
+ * claim never waits for a task's lock (SKIP LOCKED), so it cannot deadlock
+ * with them. The wait is at most the running handler's timeout and grace.
  *
  * `scope` uses the entity index (delayed_task_entity_idx); `$1` entity, `$2`
  * types or null.

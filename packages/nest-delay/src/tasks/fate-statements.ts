@@ -38,9 +38,11 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
  * or dead-letter statement, with the charged count and the flag. Applied
  * only if the row still has the attempts the charge was decided from, and
  * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
- * the attempt note this charge accounts for, deleted in the same statement
- * if the charge applied, else kept as an orphaned note for the task's next
- * claim to charge. Returns whether it was charged.
+ * the attempt note this charge accounts for (a claim cut off after a
+ * handler's timeout), deleted in the same statement if the charge applied,
+ * else kept, orphaned, for the task's next claim to charge; notes a claim
+ * finds orphaned are trimmed by takeOrphanedNotes instead. Returns whether
+ * it was charged.
  */
 export function writeCharge(
   sql: Sql,
