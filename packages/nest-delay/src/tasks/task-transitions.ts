@@ -221,9 +221,10 @@ export function replace(
 /**
  * **debounce** (`ifExists: 'debounce'`): as a replace, but due at the
  * request's time or `maxWaitMs` after the task's first request (its
- * `created_at`), whichever is earlier. The statement computes that time, and
- * the lease (`lockedBy` if before `horizonMs`), from the row as locked, so
- * it holds whatever races it.
+ * `created_at`), whichever is earlier: pushed back by every request, never
+ * past the maximum wait. The statement computes that time, and the lease
+ * (`lockedBy` if before `horizonMs`), from the row as locked, so it holds
+ * whatever races it.
  */
 export interface DebounceAction {
   readonly transition: 'debounce';

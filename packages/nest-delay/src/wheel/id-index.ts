@@ -1,10 +1,9 @@
 /**
  * The timing wheel's id → handle lookup: an open-addressing table of `handle + 1` in an
  * Int32Array kept at most half full (8–16 bytes an entry), with keys read back from
- * `ids[handle]`, so a key is never stored twice. A Map would cost several times that, which
- * at a million entries is most of the wheel's memory. Linear probing with backward-shift
- * deletion: no tombstones, so lookups stay short however many cancels and re-adds go
- * through it. Like the wheel's arrays it never shrinks.
+ * `ids[handle]`, so a key is never stored twice; a Map would cost several times that an
+ * entry. Linear probing with backward-shift deletion: no tombstones, so lookups stay short
+ * however many cancels and re-adds go through it. Like the wheel's arrays it never shrinks.
  */
 export type EntryId = number | string;
 
