@@ -12,20 +12,29 @@ import {
 } from './tasks/insert-statements.js';
 import { bulkResults, unkeyedBulkRows } from './tasks/bulk-results.js';
 import { getTask } from './tasks/task-statements.js';
-import { cancelTask, insertTask, rescheduleTask, reviveTask } from './tasks/action-statements.js';
-import { actedRow, entityResult } from './tasks/action-results.js';
-import { keyAction } from './tasks/key-action.js';
+import {
+  actedRow,
+  cancelTask,
+  insertTask,
+  rescheduleTask,
+  reviveTask,
+} from './tasks/action-statements.js';
 import { toTask } from './tasks/task-row.js';
 import {
   cancel,
   cancelEntity,
+  keyAction,
   leaseFor,
   reschedule,
   rescheduleEntity,
   revive,
 } from './tasks/task-transitions.js';
 import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
-import { cancelEntityTasks, rescheduleEntityTasks } from './tasks/entity-statements.js';
+import {
+  cancelEntityTasks,
+  entityResult,
+  rescheduleEntityTasks,
+} from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
 import { normalizeRegistered } from './tasks/registered-request.js';
 import { statsSnapshot } from './stats-snapshot.js';

@@ -12,7 +12,7 @@ export interface TaskPosition {
 }
 
 /** A task row with its exact due time, to carry on from it. */
-export interface ListedRow extends TaskRow {
+interface ListedRow extends TaskRow {
   due_us: string;
 }
 

@@ -10,6 +10,7 @@ import {
   listTasks,
   TASK_STATES,
   type InstanceRow,
+  type TaskPosition,
 } from './admin-statements.js';
 import { findTasks } from '../tasks/task-statements.js';
 import { toTask } from '../tasks/task-row.js';
@@ -26,13 +27,13 @@ import type {
 import { TaskCountsCache, type TaskCounts } from './task-counts.js';
 import { buildTimeline, readTimeline, type EntityTimeline } from './entity-timeline.js';
 import { checkEntity } from '../tasks/schedule-request.js';
-import { decodeTaskCursor, encodeTaskCursor } from './task-cursor.js';
+import { checkTaskId } from '../task-ref.js';
 
 /** Rows read per state by `counts` (and tasks counted per instance) unless told otherwise. */
 export const DEFAULT_COUNT_CAP = 100_000;
 /** How long one computation of `counts` serves every caller. */
-export const DEFAULT_COUNTS_MAX_AGE_MS = 5_000;
-/** The most tasks one page, or one bulk retry, may hold. */
+const DEFAULT_COUNTS_MAX_AGE_MS = 5_000;
+/** The most tasks in one page, or in one bulk revive. */
 export const MAX_PAGE = 1_000;
 
 /**
@@ -129,7 +130,10 @@ export class DelayAdmin {
    */
   async timeline(entity: string): Promise<EntityTimeline> {
     if (entity === undefined) {
-      throw new DelayValidationError('entity', "is required: the entity's name, such as 'order:42'");
+      throw new DelayValidationError(
+        'entity',
+        "is required: the entity's name, such as 'order:42'",
+      );
     }
     checkEntity(entity, 'entity');
     const { tasks, events } = await readTimeline(this.db, entity);
@@ -232,4 +236,30 @@ function checkText(value: unknown, field: string, max: number): void {
       `must be a string of 1 to ${max} characters; got ${JSON.stringify(value)}`,
     );
   }
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]{1,100}$/;
+const DECODED = /^(-?\d{1,18})\.(\d{1,19})$/;
+
+/** A listing's cursor, opaque to clients: base64url of `<due time in µs>.<id>`. */
+function encodeTaskCursor(position: TaskPosition): string {
+  return Buffer.from(`${position.dueUs}.${position.id}`).toString('base64url');
+}
+
+/** The position a cursor from `encodeTaskCursor` names; anything else is a DelayValidationError on `cursor`. */
+function decodeTaskCursor(cursor: unknown): TaskPosition {
+  // Buffer.from skips characters that are not base64url, so check them first.
+  const match =
+    typeof cursor === 'string' && BASE64URL.test(cursor)
+      ? DECODED.exec(Buffer.from(cursor, 'base64url').toString('utf8'))
+      : null;
+  try {
+    if (match) return { dueUs: match[1], id: checkTaskId(match[2]) };
+  } catch {
+    // Not an id: refused as any other cursor this listing never returned.
+  }
+  throw new DelayValidationError(
+    'cursor',
+    'is not a cursor this listing returned; start again without it',
+  );
 }

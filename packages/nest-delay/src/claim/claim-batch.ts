@@ -6,7 +6,7 @@ import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
 import { claimTasks, type Claimed } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import { LineClaims } from './line-claims.js';
-import { overdueAfterMs } from '../schedules/catch-up.js';
+import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
 import { writeCharge, writeFate } from '../tasks/fate-statements.js';
 import type { PassSpans } from '../tracing/pass-spans.js';

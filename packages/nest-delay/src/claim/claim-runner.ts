@@ -14,7 +14,7 @@ import { charge, type Fate } from '../tasks/task-transitions.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { recordAttemptAndBegin } from './attempt-statements.js';
 import { NoteIds } from './attempt-notes.js';
-import { overdueAfterMs } from '../schedules/catch-up.js';
+import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
 import { ExecutionStats } from './claim-outcomes.js';

@@ -78,7 +78,7 @@ export async function claimTasks(
   /** The types declared limited here: their fired tasks go to the limit gate. */
   declared: string[] = [],
   /**
-   * Occurrences due longer ago than this are overdue (schedules/catch-up.ts);
+   * Occurrences due longer ago than this are overdue (schedules/occurrence-plan.ts);
    * the runtime passes two of its leases, the default is two default leases.
    */
   overdueAfterMs = 60_000,

@@ -10,10 +10,10 @@
  * (schedules/occurrence-plan.ts).
  */
 
-/** Entries the tick driver hands out per turn of the event loop: a burst of 100,000 starts its first claims at once. */
+/** Entries the tick driver hands out per turn of the event loop: a big burst starts its first claims before the rest is handed out. */
 export const HANDOUT = 1000;
 
-/** Heartbeats between two sweeps for orphaned leases (one a minute with the default 30 s lease). */
+/** Heartbeats between two releases of tasks leased to instances with no live lease (releaseOrphans). */
 export const ORPHAN_SWEEP_EVERY = 6;
 
 /** How long a handler gets after its signal aborts before its claim is cut off. */

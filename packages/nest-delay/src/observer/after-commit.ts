@@ -70,7 +70,7 @@ export class AfterCommit implements EntitySubscriberInterface {
     const list = this.waiting.get(queryRunner);
     if (!list) return;
     if (queryRunner.isTransactionActive) {
-      // A savepoint released: its writes now belong to the enclosing level.
+      // A savepoint ended without a rollback (RELEASE SAVEPOINT): its writes belong to the enclosing level now.
       const depth = depthOf(queryRunner);
       for (const item of list) item.depth = Math.min(item.depth, depth);
       return;

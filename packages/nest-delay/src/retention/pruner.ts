@@ -6,19 +6,18 @@ import { PeriodicRound } from '../context/periodic-round.js';
 import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from '../context/tuning.js';
 
 /**
- * Deletes finished tasks once they are older than the retention (executed
- * and cancelled: `retention.finished`, 7 days; dead-lettered:
- * `retention.dead`, 30 days), every `retention.interval` (1 minute), in
- * batches of 1,000 until nothing is left to delete. Instances take turns
- * through an advisory lock; pending tasks are never touched, so the claims
- * never wait on a prune. The orders' own history is not the engine's to prune.
+ * Deletes finished tasks older than their retention (`retention.finished`
+ * for executed and cancelled ones, `retention.dead` for dead-lettered ones)
+ * every `retention.interval`, a batch at a time until none is left.
+ * Instances take turns through an advisory lock; pending tasks are never
+ * touched, so a claim never waits on a prune.
  */
 export class Pruner implements LifecycleService {
   private readonly rounds: PeriodicRound;
   private pruned = 0;
   /** A round under way ends after its current batch: a backlog of millions must not hold up a shutdown. */
   private stopping = false;
-  /** The last round's failure, for runNow to report rather than only log. */
+  /** The last round's failure, for runNow (and DelayTester.prune) to report rather than only log. */
   private failure: unknown;
 
   constructor(private readonly ctx: DelayContext) {
@@ -27,7 +26,6 @@ export class Pruner implements LifecycleService {
       ctx.options.pruneEveryMs,
       () => this.prune(),
       (error) => {
-        // Kept for runNow (and DelayTester.prune) to report, not only logged.
         this.failure = error;
         ctx.logger.error(`Pruning finished tasks failed, trying again later: ${errorText(error)}`);
       },
@@ -60,7 +58,7 @@ export class Pruner implements LifecycleService {
 
   private async prune(): Promise<void> {
     const { clock, options, db } = this.ctx;
-    // Rate credits of keys quiet for a day: made again on their next start.
+    // Unused rate credits too: a per-key rate limit would otherwise keep a row per key forever.
     await pruneCredits(db.pool, new Date(clock.now() - CREDIT_KEEP_MS));
     if (options.keepFinishedMs === null && options.keepDeadMs === null) return;
     const nowMs = clock.now();

@@ -68,8 +68,9 @@ export function conflictingDeclarations(sql: Sql, instanceId: string) {
  * (their last declaring instance stopped, or its lease expired), each under
  * its row lock (SKIP LOCKED: one a planner holds is checked next round), with
  * their occurrences planned ahead; and forgets the declarations of instances
- * gone (their lease row deleted at a stop or a takeover). A schedule that one instance does not know is never removed because
- * of it. Returns the names removed.
+ * gone (their lease row deleted at a stop or a takeover). A schedule one
+ * instance does not know is never removed because of it. Returns the names
+ * removed.
  */
 export function removeUndeclared(db: Database, self: string, now: Date): Promise<string[]> {
   return db.transaction(async (sql) => {

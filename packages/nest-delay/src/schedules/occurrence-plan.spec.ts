@@ -1,11 +1,15 @@
 import fc from 'fast-check';
 import {
   MAX_PLANNED_PER_ROUND,
+  overdueAfterMs,
+  overdueKept,
   planOccurrences,
   type CatchUp,
   type OccurrencePlan,
 } from './occurrence-plan.js';
 import { Recurrence, type RecurrenceSpec } from './recurrence.js';
+import { planRetryDelayMs } from './schedule-planner.js';
+import { PLAN_RETRY_MAX_MS } from '../context/tuning.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -279,5 +283,51 @@ describe('planOccurrences for any rule, round and policy', () => {
       }),
       RUNS,
     );
+  });
+});
+
+const LEASE = 30_000;
+/** The planner's and the verdict's test: overdue by more than two leases. */
+const pastGrace = (dueAtMs: number, nowMs: number) => dueAtMs < nowMs - overdueAfterMs(LEASE);
+
+describe('catch-up', () => {
+  it('applies to an occurrence overdue by more than two leases, not by two leases', () => {
+    expect(overdueAfterMs(LEASE)).toBe(60_000);
+    expect(pastGrace(0, 60_000)).toBe(false);
+    expect(pastGrace(0, 60_001)).toBe(true);
+  });
+
+  it('keeps none, the latest, or up to the cap of the occurrences past the grace', () => {
+    expect(overdueKept({ catchUp: 'skip', catchUpCap: 100 })).toBe(0);
+    expect(overdueKept({ catchUp: 'one', catchUpCap: 100 })).toBe(1);
+    expect(overdueKept({ catchUp: 'all', catchUpCap: 7 })).toBe(7);
+  });
+
+  it('the planner applies the same definition to what it had not planned yet', () => {
+    const everySecond = Recurrence.of({ everyMs: 1000 });
+    const now = 300_000;
+    const grace = overdueAfterMs(LEASE);
+    for (const catchUp of ['skip', 'one', 'all'] as const) {
+      const policy = { catchUp, catchUpCap: 10 };
+      const plan = planOccurrences(everySecond, 1000, 0, now, now + 1000, grace, policy);
+      const late = plan.run.filter((o) => pastGrace(o.atMs, now));
+      expect(late).toHaveLength(overdueKept(policy));
+      // Past the grace: 1 s to 239 s (240 s is due exactly two leases before now).
+      expect(plan.missed).toBe(239 - overdueKept(policy));
+      expect(plan.run.filter((o) => !pastGrace(o.atMs, now))[0].atMs).toBe(240_000);
+    }
+  });
+});
+
+describe('a schedule whose plan failed', () => {
+  it('is set aside a minute, doubling each failure, at most an hour', () => {
+    expect([0, 1, 2, 5, 6, 100].map(planRetryDelayMs)).toEqual([
+      60_000,
+      120_000,
+      240_000,
+      1_920_000,
+      PLAN_RETRY_MAX_MS,
+      PLAN_RETRY_MAX_MS,
+    ]);
   });
 });

@@ -9,6 +9,24 @@ export interface PlanPolicy {
   catchUpCap: number;
 }
 
+/**
+ * How long an occurrence may be overdue before its schedule's catch-up
+ * policy applies: two leases. A crashed instance's tasks are taken over
+ * within a lease and a heartbeat (a third of a lease), so an occurrence that
+ * late was not delayed by one instance dying while others ran: no instance
+ * ran. The policy applies to planned and unplanned occurrences alike
+ * (docs/recurring-tasks.md, "Catch-up"); the claim's verdict
+ * (occurrence-verdict.ts) applies it in SQL.
+ */
+export function overdueAfterMs(leaseMs: number): number {
+  return 2 * leaseMs;
+}
+
+/** How many occurrences overdue by more than that a policy runs, the latest ones; the verdict's SQL says the same. */
+export function overdueKept(policy: PlanPolicy): number {
+  return policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;
+}
+
 export interface OccurrencePlan {
   /** Occurrences to insert as tasks, in order, each with the one before it. */
   run: Array<{ atMs: number; previousMs: number | null }>;
@@ -25,12 +43,12 @@ const MAX_WALKED = 1_000_000;
 
 /**
  * The occurrences of a schedule from its next one (`nextMs`) up to the
- * planning horizon. Those already more than `graceMs` past are missed ones
- * (no instance ran, or the schedule was paused): `skip` drops them all, `one`
- * runs the latest, `all` runs the latest `catchUpCap`. Each planned
- * occurrence carries the one before it in the schedule's sequence
- * (`previousMs`, whether that one ran or was missed; null for the first
- * ever). Pure: the time and the schedule in, the plan out.
+ * planning horizon. Of those already more than `graceMs` past (no instance
+ * ran, or the schedule was paused), the latest `overdueKept` run and the
+ * rest are counted as missed. Each planned occurrence carries the one before
+ * it in the schedule's sequence (`previousMs`, whether that one ran or was
+ * missed; null for the first ever). Pure: the time and the schedule in, the
+ * plan out.
  */
 export function planOccurrences(
   recurrence: Recurrence,
@@ -42,7 +60,7 @@ export function planOccurrences(
   policy: PlanPolicy,
 ): OccurrencePlan {
   const past: OccurrencePlan['run'] = [];
-  const keep = policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;
+  const keep = overdueKept(policy);
   let missed = 0;
   let at: number | undefined = nextMs;
   // The occurrence before `at` in the schedule's sequence, whether it ran or not.
@@ -53,9 +71,9 @@ export function planOccurrences(
   while (at !== undefined && at < nowMs - graceMs) {
     if (++walked > MAX_WALKED) {
       // A long outage of a frequent schedule: what is left is missed, uncounted.
-      // The ones kept so far are from the middle of the outage, not the latest
-      // (issue 26: 'one' ran an occurrence days old), so once: drop them and
-      // walk again from far enough back for `keep` more at the pace walked so far.
+      // The ones kept so far are from the middle of the outage, not the latest,
+      // so once: drop them and walk again from far enough back for `keep` more
+      // at the pace walked so far.
       const restartMs = Math.floor(nowMs - graceMs - ((at - nextMs) / MAX_WALKED) * 2 * (keep + 1));
       if (!restarted && restartMs > at) {
         restarted = true;

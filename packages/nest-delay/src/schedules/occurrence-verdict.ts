@@ -3,7 +3,7 @@ import { WITHDRAWN } from '../tasks/task-transitions.js';
 /** A constant of ours as an SQL string literal (never built from input). */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** The SQL of overdueKept (catch-up.ts): how many of the latest overdue occurrences a policy runs. */
+/** The SQL of overdueKept (occurrence-plan.ts): how many occurrences past the grace a policy runs, the latest ones. */
 const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_up_cap END`;
 
 /**
@@ -13,11 +13,11 @@ const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_
  * (WITHDRAWN, task-transitions.ts):
  * - its schedule is gone, paused, or its rule changed since it was planned
  *   (`schedule_generation`; null, planned before generations, passes);
- * - it is overdue (catch-up.ts: due more than `overdueAfterMs` ago, its first
- *   attempt, at its own instant, not moved by a reschedule or a snooze), and
- *   its policy keeps fewer overdue occurrences than there are overdue ones
- *   after it (planned rows, whatever their state: an occurrence the planner
- *   already counted as missed has none).
+ * - it is overdue by more than `overdueAfterMs` (occurrence-plan.ts), on its
+ *   first attempt, at its own instant (not moved by a reschedule or a
+ *   snooze), and its policy keeps fewer such occurrences than there are after
+ *   it (planned rows, whatever their state: an occurrence the planner already
+ *   counted as missed has none).
  * `t`: the task's alias; `now`, `overdueMs`: the statement's parameters.
  */
 export function occurrenceVerdict(t: string, now: string, overdueMs: string): string {

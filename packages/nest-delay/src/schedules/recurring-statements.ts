@@ -4,8 +4,6 @@ import type { ScheduleRow } from './schedule-statements.js';
 import { UNDECLARED } from './declaration-statements.js';
 import type { Sql } from '../store/sql.js';
 
-export type { ScheduleRow, ScheduleSpec } from './schedule-statements.js';
-
 /** A schedule may be planned: not paused, not set aside after a failed plan (until `now`). */
 const PLANNABLE = `NOT paused AND (plan_retry_at IS NULL OR plan_retry_at <= $2)`;
 
@@ -140,9 +138,8 @@ export async function earlierOccurrenceRetrying(
 ): Promise<boolean> {
   const [row] = await sql.rows<{ pending: boolean }>(
     // The pending test is written so that it matches no partial index: with
-    // statistics older than the planned rows, Postgres otherwise scanned every
-    // pending task (190 ms at 360,000 rows) instead of this schedule's
-    // occurrences by delayed_task_occurrence_idx.
+    // statistics older than the planned rows, Postgres would scan every pending
+    // task instead of this schedule's occurrences by delayed_task_occurrence_idx.
     `SELECT EXISTS (
        SELECT 1 FROM delayed_task t JOIN delay_schedule s ON s.name = t.schedule_name
        WHERE t.schedule_name = $1 AND t.occurrence_at < $2

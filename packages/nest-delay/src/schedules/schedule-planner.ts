@@ -1,6 +1,6 @@
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { planOccurrences, type OccurrencePlan } from './occurrence-plan.js';
+import { overdueAfterMs, planOccurrences, type OccurrencePlan } from './occurrence-plan.js';
 import type { ScheduleRegistry } from './schedule-registry.js';
 import { recurrenceOf } from './schedule-spec.js';
 import {
@@ -9,20 +9,27 @@ import {
   lockDueSchedules,
   planningDue,
   setAsideSchedule,
-  type ScheduleRow,
 } from './recurring-statements.js';
-import { upsertSchedule } from './schedule-statements.js';
+import { upsertSchedule, type ScheduleRow } from './schedule-statements.js';
 import {
   conflictingDeclarations,
   declareSchedules,
   removeUndeclared,
 } from './declaration-statements.js';
-import { overdueAfterMs } from './catch-up.js';
-import { planRetryDelayMs } from './plan-failure.js';
 import type { Sql } from '../store/sql.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { PeriodicRound } from '../context/periodic-round.js';
-import { SCHEDULES_PER_PLAN } from '../context/tuning.js';
+import { PLAN_RETRY_FIRST_MS, PLAN_RETRY_MAX_MS, SCHEDULES_PER_PLAN } from '../context/tuning.js';
+
+/**
+ * How long a schedule whose plan failed `failures` times before (0 for its
+ * first failure) is set aside: a minute, doubling, at most an hour. A rule
+ * that cannot be planned (a row changed by hand, a zone the platform lost)
+ * is tried again later without costing every planning round.
+ */
+export function planRetryDelayMs(failures: number): number {
+  return Math.min(PLAN_RETRY_MAX_MS, PLAN_RETRY_FIRST_MS * 2 ** Math.min(failures, 20));
+}
 
 /** What planning has done on this instance since it started. */
 export interface PlanningCounts {

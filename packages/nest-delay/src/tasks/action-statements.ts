@@ -1,10 +1,12 @@
+import { TaskNotFoundError } from '../errors/task-not-found.error.js';
+import { TaskStateError } from '../errors/task-state.error.js';
 import type { TaskRef } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
 import type { TraceCarrier } from '../trace-carrier.js';
 import type { InsertedRow } from './insert-statements.js';
 import type { NormalizedRequest } from './schedule-request.js';
 import { PENDING, pendingIn } from './pending.js';
-import type { TaskRow } from './task-row.js';
+import { stateOf, type TaskRow } from './task-row.js';
 import { REF_MATCH, refParams } from './task-statements.js';
 import {
   named,
@@ -21,28 +23,22 @@ import type {
 } from './task-transitions.js';
 
 /**
- * The statements of the callers' actions on a `delayed_task` row, one per
- * transition (the decisions are in task-transitions.ts; docs/how-it-works.md,
- * "State transitions", has the table): a keyed schedule's replace and
- * debounce, and DelayService's cancel, reschedule and revive. An attempt's
- * fates and charges are in fate-statements.ts.
+ * The statements of the callers' actions on one task (decisions in
+ * task-transitions.ts): a keyed schedule's replace and debounce, and
+ * DelayService's cancel, reschedule and revive.
  */
 
 // ---------------------------------------------------------------- a keyed schedule
 
 /**
  * One keyed task in one statement, whatever its key finds: a new task, or,
- * when a pending task already holds the key, `keep` (touches nothing: the
- * no-op SET only makes Postgres return and lock the row), the **replace**
- * transition (`onKey`: the task becomes this request, see `replace`) or the
- * **debounce** transition (as replace, its due time capped by its maxWait
- * from the task's first request, see `debounce`).
- * Postgres decides insert-or-update atomically, so a task that finishes
- * meanwhile cannot make this fail or loop. `lockedBy` is the instance whose
- * wheel will hold it, or null. `inserted` (xmax is 0 only for a row this
- * statement inserted) tells a new task from a key's existing one, for the
- * observer's "scheduled". `traceContext` is the caller's (see
- * TaskTracing.capture); a replace takes the new caller's.
+ * when a pending task already holds the key, `onKey`: `keep` (the no-op SET
+ * only makes Postgres return and lock the row), replace or debounce (see
+ * task-transitions.ts). Postgres decides insert-or-update atomically, so a
+ * task that finishes meanwhile cannot make this fail or loop. `inserted`
+ * (xmax is 0 only for a row this statement inserted) tells a new task from
+ * a key's existing one, for the observer's "scheduled". A replace takes the
+ * new caller's `traceContext`.
  */
 export async function insertTask(
   sql: Sql,
@@ -114,6 +110,17 @@ const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::big
 /** A task row and whether the action changed it (false: it was not in a state the action fits). */
 export interface ActedRow extends TaskRow {
   changed: boolean;
+}
+
+/** The row an action changed; or why there is none, as the error to throw. */
+export function actedRow(
+  ref: TaskRef,
+  row: ActedRow | undefined,
+  action: 'cancel' | 'reschedule' | 'revive' | 'retry',
+): ActedRow {
+  if (!row) throw new TaskNotFoundError(ref);
+  if (!row.changed) throw new TaskStateError(ref, stateOf(row), action);
+  return row;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Sql } from '../store/sql.js';
+import type { EntityActionResult } from '../task.types.js';
 import type { EntityScope } from './entity-request.js';
 import { PENDING, pendingIn } from './pending.js';
-import type { TaskRow } from './task-row.js';
+import { toTask, type TaskRow } from './task-row.js';
 import { named, recordEvents } from './task-events.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
@@ -13,13 +14,13 @@ import type { CancelEntityAction, RescheduleEntityAction } from './task-transiti
  * LOCKED: a row is locked by a claim running its handler, by a loader or a
  * takeover leasing it for a moment, or by another caller's transaction. With
  * SKIP LOCKED, a task whose attempt then fails (pending again, retrying) or
- * that was only being leased would be silently left out, and a refund would
- * leave a reminder behind. Waiting, Postgres re-reads each row once its lock
- * is granted (READ COMMITTED): a task that completed meanwhile is no longer
- * pending and is left out, one pending again is acted on. Id order makes two
- * entity actions on one entity queue instead of deadlocking; a claim never
- * waits for a task's lock (SKIP LOCKED), so it cannot deadlock with them.
- * The wait is at most the running handler's timeout and grace.
+ * that was only being leased would be silently left out of an action meant
+ * for all of the entity's tasks. Waiting, Postgres re-reads each row once
+ * its lock is granted (READ COMMITTED): a task that completed meanwhile is no
+ * longer pending and is left out, one pending again is acted on. Id order
+ * makes two entity actions on one entity queue instead of deadlocking; a
+ * claim never waits for a task's lock (SKIP LOCKED), so it cannot deadlock
+ * with them. The wait is at most the running handler's timeout and grace.
  *
  * `scope` uses the entity index (delayed_task_entity_idx); `$1` entity, `$2`
  * types or null.
@@ -88,4 +89,11 @@ export function rescheduleEntityTasks(
       new Date(action.horizonMs),
     ],
   );
+}
+
+/** What an entity action changed, from the rows it returned (in id order). */
+export function entityResult(entity: string, rows: TaskRow[]): EntityActionResult {
+  const byType: Record<string, number> = {};
+  for (const row of rows) byType[row.type] = (byType[row.type] ?? 0) + 1;
+  return { entity, ids: rows.map((row) => row.id), byType, tasks: rows.map((row) => toTask(row)) };
 }

@@ -6,11 +6,8 @@ import type { Charge, Discard, Exhaust, Fate, Retry, Skip, Snooze } from './task
 
 /**
  * The statements of a claimed attempt's fate and of a charge for a cut-off
- * attempt: one per transition of a `delayed_task` row (the decisions are in
- * task-transitions.ts; docs/how-it-works.md, "State transitions", has the
- * table). The claim's own statement, which also clears `interrupted_at`, is
- * claimTasks (claim/claim-statements.ts); the callers' actions are in
- * action-statements.ts, schedules' occurrences in occurrence-statements.ts.
+ * attempt (decisions in task-transitions.ts). The claim's own statement,
+ * which also clears `interrupted_at`, is claimTasks (claim/claim-statements.ts).
  */
 
 /**
@@ -41,11 +38,11 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
  * or dead-letter statement, with the charged count and the flag. Applied
  * only if the row still has the attempts the charge was decided from, and
  * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
- * the attempt note this charge accounts for, deleted in the same statement
- * if the charge applied (a claim cut off after a handler's timeout; kept
- * otherwise, an orphaned note that the task's next claim charges); notes found
- * orphaned by a claim are trimmed by takeOrphanedNotes instead. Returns whether it
- * was charged.
+ * the attempt note this charge accounts for (a claim cut off after a
+ * handler's timeout), deleted in the same statement if the charge applied,
+ * else kept, orphaned, for the task's next claim to charge; notes a claim
+ * finds orphaned are trimmed by takeOrphanedNotes instead. Returns whether
+ * it was charged.
  */
 export function writeCharge(
   sql: Sql,
@@ -59,11 +56,7 @@ export function writeCharge(
     : writeDeadLetter(sql, change, change.attempts, now, charged);
 }
 
-/**
- * What a charge adds to a retry or a dead-letter: the row is as read, not
- * claimed (written only if it still has `fromAttempts` and is pending), it
- * is flagged (`interrupted_at`), and its note goes with the write.
- */
+/** What a charge adds to a retry or a dead-letter: the attempts it was decided from, and its note. */
 interface Charged {
   fromAttempts: number;
   noteId: string | null;
@@ -185,7 +178,7 @@ function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
 /**
  * The event CTE (with its leading comma) of a fate or charge of `row`, for
  * a statement whose CTE `written` returns the row: empty when the task has
- * no entity, so a task without one runs the statement as it always was.
+ * no entity, so a task without one pays nothing for the history.
  */
 function eventOf(row: TaskRow, fields: EventFields): string {
   return row.entity == null ? '' : `, event AS (${recordEvents('written', fields)})`;

@@ -154,11 +154,10 @@ export function insertTasks(
  * and draw their ids from the sequence in that order, so sorting the ids
  * restores it; only tasks due before `horizon` are leased to `lockedBy`.
  *
- * What the client spends per row is most of what this costs beside the
- * database's own work, so the encoding is chosen for it: due times travel as
- * epoch milliseconds (a number, where a Date is formatted field by field),
- * and a type, maxAttempts or entity that every request shares travels once (an array
- * of one, read for every row) instead of once per row.
+ * The encoding spares the client work per row: due times travel as epoch
+ * milliseconds (a number, where a Date is formatted field by field), and a
+ * type, maxAttempts or entity every request shares travels once (an array of
+ * one, read for every row).
  */
 export async function insertUnkeyedTasks(
   sql: Sql,

@@ -3,7 +3,7 @@ import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 
-// Reads of tasks. Every write is a transition: fate-, action- and occurrence-statements.ts.
+// Reads of tasks. Every write is a transition (task-transitions.ts), each in its own statement file.
 
 /** $1 id or null, $2 key or null. By key: the pending task holding it, else its latest. */
 export const REF_MATCH = `(($1::bigint IS NOT NULL AND id = $1::bigint) OR ($1::bigint IS NULL AND key = $2::text))`;

@@ -1,15 +1,14 @@
 import { retryDelayMs, type Backoff } from '../delay.options.js';
+import type { NormalizedRequest } from './schedule-request.js';
 import type { WindowPolicy } from './window-policy.js';
 import type { TaskRow } from './task-row.js';
 
 /**
  * Every change of a `delayed_task` row, decided here and nowhere else
- * (docs/how-it-works.md, "State transitions", has the table: transition,
- * when, statement). A decision is pure: the row as the claim or the caller read it,
- * the time, and the window policy in, the row's new state out, `locked_by`
- * included; `fate-statements.ts`, `action-statements.ts` and
- * `occurrence-statements.ts` write it in one statement, one statement per
- * transition.
+ * (docs/how-it-works.md, "State transitions", has the table). A decision is
+ * pure: the row as the claim or the caller read it, the time and the window
+ * policy in, the row's new state out, `locked_by` included; one statement per
+ * transition writes it (the *-statements.ts files beside this one).
  *
  * `interrupted_at` (its last attempt was cut off: it may only run alone) is
  * set by a charge and cleared by the claim alone: a task keeps the flag,
@@ -32,12 +31,7 @@ export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>)
   return row.attempts < row.max_attempts;
 }
 
-/**
- * Where a task that is pending again lives: in this instance's wheel
- * (`locked_by` = its id) when it is due within the window and the instance
- * runs, else unleased, for whichever instance's window reaches it. A write
- * inside a caller's transaction leases nothing (see WindowPolicy.leaseOnWrite).
- */
+/** Who holds a task that is pending again: the one rule is WindowPolicy.leaseOnWrite. */
 export function leaseFor(
   policy: WindowPolicy,
   dueAtMs: number,
@@ -199,11 +193,10 @@ export function noteChargeReason(attempt: number, instanceId: string): string {
 // ---------------------------------------------------------------- a keyed schedule
 
 /**
- * A keyed `schedule` with `ifExists: 'replace'` found a pending task holding
- * its key: the task becomes the request (type, payload, due time, max
- * attempts, trace context, entity), its attempts start over and its last error goes.
- * Leased as a new task of that due time would be, so the one statement that
- * inserts or replaces (insertTask) writes one lease either way.
+ * **replace** (`ifExists: 'replace'`): the pending task holding the key
+ * becomes the request (type, payload, due time, max attempts, trace context,
+ * entity), its attempts start over and its last error goes. Leased as a new
+ * task of that due time would be, so insertTask writes one lease either way.
  */
 export interface ReplaceAction {
   readonly transition: 'replace';
@@ -227,14 +220,12 @@ export function replace(
 }
 
 /**
- * **debounce**: a keyed `schedule` with `ifExists: 'debounce'` found a
- * pending task holding its key: as a replace (the task becomes the request),
- * but due at the request's time or `maxWaitMs` after the task was created
- * (its first request), whichever is earlier: pushed back by every request,
- * never past the maximum wait. The due time is decided in the statement,
- * from the row's `created_at`, so it holds whatever races it; so is the
- * lease: here when the new time is before `horizonMs` and `lockedBy` is this
- * instance, else unleased.
+ * **debounce** (`ifExists: 'debounce'`): as a replace, but due at the
+ * request's time or `maxWaitMs` after the task's first request (its
+ * `created_at`), whichever is earlier: pushed back by every request, never
+ * past the maximum wait. The statement computes that time, and the lease
+ * (`lockedBy` if before `horizonMs`), from the row as locked, so it holds
+ * whatever races it.
  */
 export interface DebounceAction {
   readonly transition: 'debounce';
@@ -257,6 +248,23 @@ export function debounce(
     horizonMs: policy.horizonMs(nowMs),
     attempts: 0,
   };
+}
+
+/** What a keyed schedule does to the pending task already holding its key: `keep` it, replace or debounce. */
+export function keyAction(
+  req: NormalizedRequest,
+  nowMs: number,
+  policy: WindowPolicy,
+  inCaller: boolean,
+): ReplaceAction | DebounceAction | 'keep' {
+  switch (req.ifExists) {
+    case 'keep':
+      return 'keep';
+    case 'replace':
+      return replace(req.dueAtMs, nowMs, policy, inCaller);
+    case 'debounce':
+      return debounce(req.maxWaitMs as number, nowMs, policy, inCaller);
+  }
 }
 
 // ---------------------------------------------------------------- the service's actions
@@ -313,10 +321,9 @@ export function revive(
 
 /**
  * **cancel-entity**: every pending task of an entity (of the given types, if
- * any) stops being pending and leaves every wheel, in one statement that
- * locks them in id order and waits for a lock a claim holds: a task running
- * now finishes first, and is cancelled only if it is pending again after
- * (a retry or a snooze); a task that completed is not counted.
+ * any) stops being pending and leaves every wheel. A task running now is
+ * waited for, and cancelled only if it is pending again after (a retry or a
+ * snooze); entity-statements.ts says how.
  */
 export interface CancelEntityAction {
   readonly transition: 'cancel-entity';
@@ -329,11 +336,9 @@ export function cancelEntity(): CancelEntityAction {
 
 /**
  * **reschedule-entity**: every pending task of an entity (of the given types)
- * moves: by `byMs` from its own due time, or to `toMs`. Each is leased here
- * when its new due time falls before `horizonMs` and `lockedBy` is this
- * instance (as a bulk insert leases its rows: the statement compares each
- * row's time), else left unleased for a loader; in a caller's transaction,
- * never leased (see WindowPolicy.leaseOnWrite).
+ * moves by `byMs` from its own due time, or to `toMs`. As a bulk insert does,
+ * the statement leases each to `lockedBy` when its new due time falls before
+ * `horizonMs`.
  */
 export interface RescheduleEntityAction {
   readonly transition: 'reschedule-entity';
@@ -365,14 +370,9 @@ export function rescheduleEntity(
  * **unplan**: the occurrences of a schedule planned ahead (pending, not yet
  * due, never started) are deleted, not cancelled, so that replanning may
  * insert those instants again (one task per occurrence, ever, is the unique
- * index's promise). Used by pause, remove and a change of rule, each after
- * locking the schedule's row (see schedule-statements.ts). Statement:
- * `unplanOccurrences` (occurrence-statements.ts).
- *
- * **withdraw**: at its claim, an occurrence that must not run is cancelled
- * instead, `last_error` saying why (one of the reasons below). Statement:
- * `withdrawOccurrences`, a part of the claim's own statement, so the
- * database decides it from the schedule's row as it is at the claim.
+ * index's promise). **withdraw**: at its claim, an occurrence that must not
+ * run is cancelled instead, `last_error` saying why (one of the reasons
+ * below). Both statements are in occurrence-statements.ts.
  */
 export const WITHDRAWN = {
   removed: 'withdrawn: its schedule was removed',

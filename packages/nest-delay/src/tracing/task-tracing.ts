@@ -7,7 +7,7 @@ import { PassSpans } from './pass-spans.js';
 type OpenTelemetryApi = typeof OtelApi;
 
 /** The instrumentation scope of every span the package starts. */
-export const TRACER_NAME = 'nest-delay';
+const TRACER_NAME = 'nest-delay';
 
 /**
  * Loads `@opentelemetry/api`, the package's optional peer, once at boot:

@@ -1,11 +1,9 @@
 /**
- * The timing wheel's id → handle lookup, and the handle → id column it needs anyway.
- *
- * A `Map<id, handle>` measured ~29 bytes per entry at a million entries, half the wheel's
- * whole budget. This open-addressing table stores only `handle + 1` in an Int32Array kept at
- * most half full (8–16 bytes per entry, ~8 at a million) and reads keys back from
- * `ids[handle]`, so a key is never stored twice. Like the wheel's arrays it never shrinks. Linear probing with backward-shift deletion: no tombstones, so lookups
- * stay short however many cancels and re-adds go through it.
+ * The timing wheel's id → handle lookup: an open-addressing table of `handle + 1` in an
+ * Int32Array kept at most half full (8–16 bytes an entry), with keys read back from
+ * `ids[handle]`, so a key is never stored twice; a Map would cost several times that an
+ * entry. Linear probing with backward-shift deletion: no tombstones, so lookups stay short
+ * however many cancels and re-adds go through it. Like the wheel's arrays it never shrinks.
  */
 export type EntryId = number | string;
 

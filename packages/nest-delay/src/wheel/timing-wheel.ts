@@ -6,8 +6,8 @@
  * entry due at t belongs to tick ceil(t / tickMs), the first tick not before t, so it can
  * never fire early; it lives in slot `dueTick mod slots`.
  *
- * Each entry keeps its absolute due time instead of the classic per-entry cycle counter
- * (the seeds' Cycle-Num). The remaining cycles are derived when needed,
+ * Each entry keeps its absolute due time instead of the classic per-entry cycle counter;
+ * the remaining cycles are derived when needed,
  * floor((dueTick − currentTick − 1) / slots), so:
  * - visiting a slot writes nothing to the entries that are not due yet;
  * - the due tick is re-derived exactly from the stored time, whatever the distance, with no
@@ -22,7 +22,7 @@ import { EntryTable, NIL } from './entry-table.js';
 import type { EntryId } from './id-index.js';
 
 export interface TimingWheelOptions {
-  /** Slots per revolution; 3600 one-second slots make one hour, as in the seeds. */
+  /** Slots per revolution; the default 3600 one-second slots make one hour. */
   slots?: number;
   /** Tick length in whole milliseconds, so every deadline is an exact integer. */
   tickMs?: number;
@@ -42,7 +42,7 @@ export interface Placement {
   dueTick: number;
   /** null while the entry waits in the overdue list for the next `advance`. */
   slot: number | null;
-  /** Further visits of its slot before the one that fires it (the seeds' Cycle-Num). */
+  /** Further visits of its slot before the one that fires it. */
   cycles: number;
 }
 
