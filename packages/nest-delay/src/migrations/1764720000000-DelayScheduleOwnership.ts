@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { lockTables } from './table-locks.js';
 
 /**
  * Version 10: schedules that hold through deploys and run-time changes.
@@ -15,11 +16,17 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   policy, appended without touching the schedule's row (a claim holds
  *   task locks, so waiting on a schedule's row could deadlock with a pause);
  *   the planner folds them into `delay_schedule.missed` under its row lock.
+ *
+ * It alters delay_schedule and delayed_task: it takes both locks first, with
+ * a short wait and tries again (lockTables), so it never deadlocks with the
+ * claims and plans of instances still running the previous release.
  */
 export class DelayScheduleOwnership1764720000000 implements MigrationInterface {
   name = 'DelayScheduleOwnership1764720000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    // Both tables it alters, before anything else (see lockTables).
+    await lockTables(queryRunner, ['delayed_task', 'delay_schedule']);
     await queryRunner.query(`
       CREATE TABLE delay_schedule_declaration (
         name        text        NOT NULL,

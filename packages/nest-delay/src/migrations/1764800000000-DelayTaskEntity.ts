@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { lockTables } from './table-locks.js';
 
 /**
  * Version 12: the entity a task belongs to (`schedule({ entity: 'order:42' })`),
@@ -20,6 +21,8 @@ export class DelayTaskEntity1764800000000 implements MigrationInterface {
   name = 'DelayTaskEntity1764800000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    // Claims queue behind a waiting ALTER: wait briefly, and try again (lockTables).
+    await lockTables(queryRunner, ['delayed_task']);
     await queryRunner.query(`
       ALTER TABLE delayed_task
         ADD COLUMN IF NOT EXISTS entity text NULL

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { lockTables } from './table-locks.js';
 
 /**
  * Version 15: attempt notes written without the write-ahead log. A note
@@ -21,6 +22,8 @@ export class DelayAttemptUnlogged1764830000000 implements MigrationInterface {
   name = 'DelayAttemptUnlogged1764830000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    // Every claim writes a note first: wait briefly for it, and try again (lockTables).
+    await lockTables(queryRunner, ['delay_attempt']);
     await queryRunner.query(`ALTER TABLE delay_attempt SET UNLOGGED`);
     await queryRunner.query(KEEP_SEQUENCE_LOGGED);
   }

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { lockTables } from './table-locks.js';
 
 /**
  * Version 16: each instance says which task types it has handlers for
@@ -13,6 +14,7 @@ export class DelayInstanceTaskTypes1764840000000 implements MigrationInterface {
   name = 'DelayInstanceTaskTypes1764840000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    await lockTables(queryRunner, ['delay_instance']);
     await queryRunner.query(`ALTER TABLE delay_instance ADD COLUMN IF NOT EXISTS task_types text[]`);
   }
 
