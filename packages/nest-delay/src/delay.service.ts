@@ -89,7 +89,7 @@ export class DelayService {
     const sql = this.db.in(manager);
     // The caller's trace goes with the task, to its handler's span.
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
-    const row = await this.written(manager, async () =>
+    const row =
       req.key === null
         ? newTaskRow(
             await insertUnkeyedTask(sql, req, lockedBy, now, traceContext),
@@ -104,8 +104,7 @@ export class DelayService {
             keyAction(req, nowMs, this.policy, inCaller),
             now,
             traceContext,
-          ),
-    );
+          );
     this.track(row, manager);
     if (row.inserted && this.observer.wants('onScheduled')) {
       const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
@@ -142,17 +141,15 @@ export class DelayService {
     const horizon = new Date(this.policy.horizonMs(nowMs));
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const unkeyed = reqs.every((req) => req.key === null);
-    const rows = await this.written(manager, async () =>
-      unkeyed
-        ? unkeyedBulkRows(
-            await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
-            reqs,
-            lockedBy,
-            nowMs,
-            this.policy,
-          )
-        : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext),
-    );
+    const rows = unkeyed
+      ? unkeyedBulkRows(
+          await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
+          reqs,
+          lockedBy,
+          nowMs,
+          this.policy,
+        )
+      : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
     for (const row of rows) {
       if (manager && this.policy.isRunning) {
         this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
@@ -334,19 +331,6 @@ export class DelayService {
    */
   stats(): DelayStats {
     return statsSnapshot(this.runtime);
-  }
-
-  /** A write of new tasks; on the pool, one whose reply may have been lost after its commit is looked for (lostReply). */
-  private async written<T>(
-    manager: EntityManager | undefined,
-    write: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await write();
-    } catch (error) {
-      if (!manager) this.runtime.lostReply(error);
-      throw error;
-    }
   }
 
   private get db() {

@@ -117,5 +117,3 @@ export const UNHANDLED_SAMPLE = 1000;
 /** Attempt note ids reserved at a time: one extra round trip every this many claims. */
 export const NOTE_ID_BLOCK = 64;
 
-/** Past the safety net's margin, so the tasks a lost reply left are overdue enough for it. */
-export const LOST_REPLY_SLACK_MS = 100;

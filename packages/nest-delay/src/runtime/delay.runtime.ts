@@ -30,12 +30,7 @@ import { StrandedSweep } from '../lease/stranded-sweep.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
 import { shutdownHooksMissing } from './shutdown-hooks.js';
-import {
-  SHUTDOWN_HOOKS_CHECK_MS,
-  START_CLOCK_SAMPLES,
-  STRANDED_MARGIN_MS,
-  LOST_REPLY_SLACK_MS,
-} from '../context/tuning.js';
+import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES } from '../context/tuning.js';
 
 /**
  * The services behind DelayService, started at application bootstrap (after
@@ -104,20 +99,6 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
 
   get running(): boolean {
     return this.state === 'running';
-  }
-
-  /**
-   * A write on the pool failed in a way that may have come after its commit
-   * (the connection lost, the backend terminated): tasks it leased here may
-   * exist that nothing here holds. The safety net looks for them once they
-   * are overdue by its margin, instead of at the next loader round.
-   */
-  lostReply(error: unknown): void {
-    if (!this.running || !mayHaveCommitted(error)) return;
-    const { clock } = this.ctx;
-    clock.setTimer(clock.now() + STRANDED_MARGIN_MS + LOST_REPLY_SLACK_MS, () => {
-      if (this.running) void this.loader.refresh().catch(() => undefined);
-    });
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -263,13 +244,4 @@ function defaultConcurrency(dataSource: DataSource): number {
   const options = dataSource.options as { poolSize?: number; extra?: { max?: number } };
   const pool = options.poolSize ?? options.extra?.max ?? 10;
   return Math.max(1, Math.min(10, pool - 1));
-}
-
-/**
- * No answer from the server (the connection ended: a reply may have been
- * lost after a commit), or its connection-class and shutdown answers.
- */
-function mayHaveCommitted(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code !== 'string' || code.startsWith('08') || code.startsWith('57P0');
 }
