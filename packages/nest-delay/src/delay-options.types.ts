@@ -59,7 +59,11 @@ export interface DelayModuleOptions {
   slots?: number;
   /** Tasks due within this window are held in memory (default: one revolution). */
   window?: Duration;
-  /** Claim transactions that run at once (default: pool size − 1, at least 1, at most 10). */
+  /**
+   * Claim transactions that run at once, each holding a connection of the
+   * pool (default: half the pool size, at least 1, at most 10, so the app's
+   * requests always find connections behind a backlog).
+   */
   concurrency?: number;
   /** Most tasks claimed in one transaction (default 50). */
   batchSize?: number;

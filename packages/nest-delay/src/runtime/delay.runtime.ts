@@ -72,10 +72,17 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     schedules: ScheduleRegistry,
   ) {
     const logger = new Logger('DelayModule');
+    // Claims take at most half the pool by default: the app's own requests
+    // always find connections, however long the backlog.
+    const poolSize = poolSizeOf(dataSource);
+    if (options.concurrency !== undefined && options.concurrency >= poolSize)
+      logger.warn(
+        `concurrency ${options.concurrency} lets claims hold all ${poolSize} connections of the pool: the app's requests wait behind a backlog; at most ${Math.max(1, poolSize - 2)} leaves it some (default: half the pool)`,
+      );
     this.ctx = {
       clock: clock ?? new DatabaseClock(new SystemClock()),
       options,
-      concurrency: options.concurrency ?? defaultConcurrency(dataSource),
+      concurrency: options.concurrency ?? Math.max(1, Math.min(10, Math.floor(poolSize / 2))),
       logger,
       db: new Database(
         dataSource,
@@ -240,8 +247,8 @@ function missingTableError(error: unknown): Error | undefined {
   return new Error(missingTables(e.message ?? 'undefined table'), { cause: error });
 }
 
-function defaultConcurrency(dataSource: DataSource): number {
+/** The DataSource's pool size (pg's default 10 when it says none). */
+function poolSizeOf(dataSource: DataSource): number {
   const options = dataSource.options as { poolSize?: number; extra?: { max?: number } };
-  const pool = options.poolSize ?? options.extra?.max ?? 10;
-  return Math.max(1, Math.min(10, pool - 1));
+  return options.poolSize ?? options.extra?.max ?? 10;
 }
