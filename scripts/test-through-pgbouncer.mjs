@@ -46,6 +46,9 @@ const POOL_SIZE = 4;
  *   machine), and 100,000 tasks through a pool of 4 take minutes. What a
  *   pooler could break there (transaction-scoped locks, no session state)
  *   is the same as in limits-pause and limits-simulated, which run here.
+ * - pool-share: holds the claims' connections of the app's pool of ten and
+ *   asks for more, which 4 server connections cannot give (behind a pooler,
+ *   the pooler's own pool is the share to size).
  * - test/bench: the long-horizon harness's adapter, which the harness runs on a
  *   direct connection to its own Postgres, and its histogram's unit spec; it
  *   also needs the compiled bench/, which `npm run test:pgbouncer` alone does
@@ -64,6 +67,7 @@ const LEFT_OUT = [
   'test/delay/limits.e2e',
   'test/delay/limits-database-decides',
   'test/delay/limits-gate-bounded',
+  'test/delay/pool-share',
   'test/bench/',
 ];
 /** Tests on the embedded PGlite never reach the server, so not the pooler either. */

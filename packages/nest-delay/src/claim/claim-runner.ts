@@ -168,31 +168,20 @@ export class ClaimRunner {
       : undefined;
     reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
     for (const fate of result.fates) this.follow(fate);
-    this.handBack(result.unhandled);
-    if (this.passedOnce.size > 0) {
-      const passed = new Set(result.passed.map((row) => row.id));
-      for (const id of ids) if (!passed.has(id)) this.passedOnce.delete(id);
-    }
+    // Every id given is claimed (its fate followed above), deferred, gated,
+    // back in its line (`left`, GateClaims.run), unhandled, passed, or no
+    // longer pending (nothing to do): none is left nowhere.
     if (result.gated.length > 0) this.gate.add(result.gated);
-    // A gate's deferred and refused tasks go back to its line (GateClaims.run).
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
-    // Every id given is claimed, deferred, gated, back in its line (`left`),
-    // passed, or no longer pending (nothing to do): none is left nowhere.
-    const accounted = new Set([
-      ...result.claimedIds,
-      ...result.deferred,
-      ...result.gated.map((row) => row.id),
-      ...result.left,
-      ...result.unhandled,
-    ]);
-    this.followPassed(result.passed.filter((row) => !accounted.has(row.id)));
+    this.handBack(result.unhandled);
+    this.followPassed(ids, result.passed);
     return result;
   }
 
   /**
    * Due tasks of types with no handler here: the claim let their lease go,
-   * and they leave the wheel, for an instance that has a handler. Said once
-   * a type (an instance of another service, or of another version).
+   * and they leave the wheel, for an instance that has a handler (they were
+   * leased here by another version of this instance, or by hand).
    */
   private handBack(ids: TaskId[]): void {
     for (const id of ids) this.wheel.drop(id);
@@ -272,7 +261,11 @@ export class ClaimRunner {
    * often a moment's lock, the loader leasing it just then), the next a tick
    * later, so a row a long transaction holds is not claimed in a tight loop.
    */
-  private followPassed(rows: PassedRow[]): void {
+  private followPassed(ids: TaskId[], rows: PassedRow[]): void {
+    if (this.passedOnce.size > 0) {
+      const passed = new Set(rows.map((row) => row.id));
+      for (const id of ids) if (!passed.has(id)) this.passedOnce.delete(id);
+    }
     const nowMs = this.ctx.clock.now();
     for (const row of rows) {
       if (row.lockedBy !== null && !this.ctx.policy.holds(row.lockedBy)) continue;
