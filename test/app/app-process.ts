@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { preparedStatementsEnv } from '../support/test-database.js';
 import { createServer } from 'node:net';
 
 /** The compiled service in a child process, started the way `npm run start:prod` starts it. */
@@ -33,7 +32,6 @@ export async function startApp(
     env: {
       PATH: process.env.PATH ?? '',
       NO_COLOR: '1',
-      ...preparedStatementsEnv,
       ...env,
       PORT: String(port),
     },

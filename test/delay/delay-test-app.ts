@@ -140,8 +140,6 @@ export async function createDelayTestApp(
         }),
         DelayModule.forRoot({
           concurrency: db.isServer ? undefined : 1,
-          // PGlite keeps one session for every connection, as the example app knows (app-config.ts).
-          preparedStatements: db.isServer && process.env.DELAY_PREPARED_STATEMENTS !== 'false',
           ...options,
           ...(dataSourceName === undefined ? {} : { dataSource: dataSourceName }),
         }),

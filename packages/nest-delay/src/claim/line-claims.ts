@@ -98,7 +98,6 @@ export class LineClaims {
         line.paced,
         claim.handled,
       ],
-      'nest_delay_claim_line',
     );
     const result = readClaimed(rows, claim.now);
     if (result.refused) {

@@ -8,15 +8,15 @@ import {
   type PgClient,
   type PgResult,
 } from './typeorm-seam.js';
-import { PreparedStatements } from './prepared-statements.js';
 
 /**
- * Runs one parameterised statement and returns its rows. A `name` asks for
- * it prepared, where the connection can (a claim's; see PreparedStatements):
- * one name, one text, always.
+ * The executor every statement goes through: one parameterised statement in,
+ * its rows out, on a connection or inside a transaction. Never prepared by
+ * name: a pooler in transaction mode hands each transaction any server
+ * session, and a statement prepared on one is missing on the next.
  */
 export interface Sql {
-  rows<T>(text: string, params: unknown[], name?: string): Promise<T[]>;
+  rows<T>(text: string, params: unknown[]): Promise<T[]>;
 }
 
 /**
@@ -29,11 +29,7 @@ export interface Sql {
  * and the pool is the DataSource's (`driver.master`).
  */
 export class Database {
-  constructor(
-    readonly dataSource: DataSource,
-    /** Off unless the runtime says otherwise (the module's options). */
-    readonly prepared = new PreparedStatements(false),
-  ) {}
+  constructor(readonly dataSource: DataSource) {}
 
   /**
    * Gives every connection of the pool an error listener of its own for its
@@ -81,8 +77,6 @@ export class Database {
 }
 
 const GUARDED = new WeakSet<object>();
-/** Statements a session has prepared by SQL PREPARE in a script (see ScriptStatements). */
-const PREPARED_IN_SESSION = new WeakMap<object, Set<string>>();
 
 /** The server ended the session: the next statement on the connection reports it. */
 function ignoreConnectionError(): void {}
@@ -98,12 +92,10 @@ export interface ScriptStatements {
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
-   * `text` (with $1, $2, … placeholders) as a statement of a script, given
-   * its values as SQL: `EXECUTE name(values)` where the session can keep it
-   * prepared (`PREPARE name AS text` first, once per session), else the
-   * text with the values in place of its placeholders.
+   * `text` (with $1, $2, … placeholders) as a statement of a script: the
+   * text with `values`, given as SQL, in place of its placeholders.
    */
-  statement(name: string, text: string, values: string[]): string;
+  statement(text: string, values: string[]): string;
 }
 
 /** Ids (digits only) checked before they are quoted into a script: nothing else can reach its text. */
@@ -215,17 +207,9 @@ function limits(backstopMs: number): string {
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
   const client = await pgClientOf(runner);
-  const { prepared } = database;
   const literal = (value: string) => client.escapeLiteral(value);
   const script = async (text: string): Promise<PgResult[]> => {
-    let reply: PgResult | PgResult[];
-    try {
-      reply = await client.query(text, undefined);
-    } catch (error) {
-      // A script may EXECUTE what it prepared in an earlier one (ScriptStatements).
-      prepared.failed(error);
-      throw error;
-    }
+    const reply = await client.query(text, undefined);
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
@@ -236,16 +220,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
   return {
     runner,
     sql: {
-      rows: async <T>(text: string, params: unknown[], name?: string) => {
-        if (name === undefined || !prepared.enabled)
-          return ((await client.query(text, params)) as PgResult).rows as T[];
-        try {
-          return ((await client.query({ name, text, values: params })) as PgResult).rows as T[];
-        } catch (error) {
-          prepared.failed(error);
-          throw error;
-        }
-      },
+      rows: async <T>(text: string, params: unknown[]) =>
+        ((await client.query(text, params)) as PgResult).rows as T[],
     },
     async begin(prelude, backstopMs, first) {
       await broadcast(runner, 'BeforeTransactionStart');
@@ -257,18 +233,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     },
     script: {
       literal,
-      statement(name, text, values) {
-        const inPlace = () => text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
-        if (!prepared.enabled) return inPlace();
-        const execute = `EXECUTE ${name}(${values.join(', ')})`;
-        let names = PREPARED_IN_SESSION.get(client);
-        if (names?.has(name)) return execute;
-        // Counted as prepared before the script runs: a script that fails
-        // closes its connection (a claim's failure cuts it off), and the
-        // session with it. A PREPARE outlives a ROLLBACK.
-        if (!names) PREPARED_IN_SESSION.set(client, (names = new Set()));
-        names.add(name);
-        return `PREPARE ${name} AS ${text}; ${execute}`;
+      statement(text, values) {
+        return text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
       },
     },
     async restart(backstopMs) {
