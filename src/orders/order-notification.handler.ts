@@ -9,7 +9,7 @@ import { OrderEventsPublisher } from './order-events.publisher.js';
 import { UUID_PATTERN } from './order-id.js';
 import { Order } from './order.entity.js';
 import { appendEvent, lockOrder } from './order.store.js';
-import { NOTIFY_CLOSED_TASK, notifyClosedKey, type OrderTaskPayload } from './order-tasks.js';
+import { NotifyClosed, notifyClosedKey, type OrderTaskPayload } from './order-tasks.js';
 import type { Transition } from './order-transitions.js';
 
 /** How long one send may take before its attempt is aborted and retried. */
@@ -51,7 +51,7 @@ export function orderNotificationHandler(ratePerSecond: number): Type<unknown> {
       private readonly events: OrderEventsPublisher,
     ) {}
 
-    @DelayedTaskHandler(NOTIFY_CLOSED_TASK, {
+    @DelayedTaskHandler(NotifyClosed, {
       limit: { rate: { starts: ratePerSecond, per: '1s' } },
       timeout: SEND_TIMEOUT,
     })

@@ -13,9 +13,9 @@ import { UUID_PATTERN } from './order-id.js';
 import type { Order } from './order.entity.js';
 import { applyTransition, lockOrder } from './order.store.js';
 import {
-  AUTO_REVIEW_TASK,
-  CLOSE_UNPAID_TASK,
-  NOTIFY_CLOSED_TASK,
+  AutoReview,
+  CloseUnpaid,
+  NotifyClosed,
   notifyClosedKey,
   orderEntity,
   type OrderTaskPayload,
@@ -47,27 +47,24 @@ export class OrderTaskHandlers {
   ) {}
 
   /** Closes the order if still unpaid, and schedules the customer's notification with the close. */
-  @DelayedTaskHandler(CLOSE_UNPAID_TASK)
+  @DelayedTaskHandler(CloseUnpaid)
   closeUnpaid(
     payload: OrderTaskPayload,
     { manager }: TaskContext<OrderTaskPayload>,
   ): Promise<TaskOutcome | void> {
     return this.step(payload, manager, rules.closeUnpaid, (orderId, now) =>
       // In the close's transaction: the notification exists if and only if the close committed.
-      this.delay.schedule<OrderTaskPayload>(
-        {
-          type: NOTIFY_CLOSED_TASK,
-          key: notifyClosedKey(orderId),
-          entity: orderEntity(orderId),
-          payload: { orderId },
-          runAt: now,
-        },
+      this.delay.schedule(
+        NotifyClosed.with(
+          { orderId },
+          { key: notifyClosedKey(orderId), entity: orderEntity(orderId), runAt: now },
+        ),
         { manager },
       ),
     );
   }
 
-  @DelayedTaskHandler(AUTO_REVIEW_TASK)
+  @DelayedTaskHandler(AutoReview)
   autoReview(
     payload: OrderTaskPayload,
     { manager }: TaskContext<OrderTaskPayload>,

@@ -4,7 +4,14 @@ import { DataSource, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
 import { isTransientConflict } from '../database/postgres-errors.js';
-import { CLOCK, DelayService, TaskNotFoundError, TaskStateError, type Clock } from 'nest-delay';
+import {
+  CLOCK,
+  DelayService,
+  TaskNotFoundError,
+  TaskStateError,
+  type Clock,
+  type TaskDefinition,
+} from 'nest-delay';
 import { createRequestHash } from './create-request-hash.js';
 import { IdempotencyKeyReusedError } from './errors/idempotency-key-reused.error.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from './idempotency-keys.js';
@@ -15,9 +22,9 @@ import { OrderEventsPublisher } from './order-events.publisher.js';
 import type { OrderStatus } from './order-status.js';
 import { appendEvent, applyTransition, claimIdempotencyKey, lockOrder } from './order.store.js';
 import {
-  AUTO_REVIEW_TASK,
+  AutoReview,
   autoReviewKey,
-  CLOSE_UNPAID_TASK,
+  CloseUnpaid,
   closeUnpaidKey,
   orderEntity,
   type OrderTaskPayload,
@@ -75,7 +82,7 @@ export class OrdersService {
       await manager.insert(Order, order);
       await appendEvent(manager, id, event, now);
       this.events.publish(manager, { orderId: id, ...event, at: now });
-      await this.scheduleStep(manager, CLOSE_UNPAID_TASK, closeUnpaidKey(id), id, deadline);
+      await this.scheduleStep(manager, CloseUnpaid, closeUnpaidKey(id), id, deadline);
       return order;
     });
   }
@@ -135,7 +142,7 @@ export class OrdersService {
       undefined,
       (order, now) => rules.finish(order, now, new Date(now.getTime() + delayMs)),
       (order, manager) =>
-        this.scheduleStep(manager, AUTO_REVIEW_TASK, autoReviewKey(id), id, order.autoReviewAt!),
+        this.scheduleStep(manager, AutoReview, autoReviewKey(id), id, order.autoReviewAt!),
     );
   }
 
@@ -226,13 +233,13 @@ export class OrdersService {
   /** Schedules an order's delayed step in the caller's transaction: it exists only if that commits. */
   private scheduleStep(
     manager: EntityManager,
-    type: string,
+    task: TaskDefinition<OrderTaskPayload>,
     key: string,
     orderId: string,
     runAt: Date,
   ) {
-    return this.delay.schedule<OrderTaskPayload>(
-      { type, key, entity: orderEntity(orderId), payload: { orderId }, runAt },
+    return this.delay.schedule(
+      task.with({ orderId }, { key, entity: orderEntity(orderId), runAt }),
       { manager },
     );
   }

@@ -1,6 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import { DELAYED_TASK_HANDLER } from './delay.constants.js';
 import type { HandlerOptions } from './delay.options.js';
+import type { TaskDefinition, TypedHandler } from './task-definition.js';
 
 /** What the decorator leaves on the method for the explorer. */
 export interface HandlerMetadata {
@@ -15,5 +16,23 @@ export interface HandlerMetadata {
  * `executed_at`. It may return a `TaskOutcome` (discard, snooze); throwing
  * fails the attempt, to be retried with backoff. Options are checked at boot.
  */
-export const DelayedTaskHandler = (type: string, options: HandlerOptions = {}): MethodDecorator =>
-  SetMetadata<string, HandlerMetadata>(DELAYED_TASK_HANDLER, { type, options });
+export function DelayedTaskHandler<P>(
+  task: TaskDefinition<P>,
+  options?: HandlerOptions,
+): <M extends TypedHandler<P>>(
+  target: object,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+export function DelayedTaskHandler(type: string, options?: HandlerOptions): MethodDecorator;
+/**
+ * Given a task declared with defineTask, the compiler also checks that the
+ * method's payload parameter takes that task's payload.
+ */
+export function DelayedTaskHandler(
+  task: string | TaskDefinition<unknown>,
+  options: HandlerOptions = {},
+): MethodDecorator {
+  const type = typeof task === 'string' ? task : task.type;
+  return SetMetadata<string, HandlerMetadata>(DELAYED_TASK_HANDLER, { type, options });
+}

@@ -23,6 +23,7 @@ describe('the public surface', () => {
       'UnknownOptionError',
       'UnknownTaskTypeError',
       'currentTask',
+      'defineTask',
       'delayMigrations',
     ]);
   });

@@ -30,6 +30,14 @@ export type { StateCount, TaskCounts } from './admin/task-counts.js';
 export type { EntityTimeline, TimelineEntry } from './admin/entity-timeline.js';
 export type { TaskEventName } from './tasks/task-events.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
+export {
+  defineTask,
+  type DurationText,
+  type JsonPayload,
+  type TaskDefinition,
+  type TaskTiming,
+  type TypedHandler,
+} from './task-definition.js';
 export { TaskOutcome } from './task-outcome.js';
 export type {
   DelayModuleOptions,
