@@ -1,9 +1,11 @@
 import { Injectable, Module, Scope, type DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import {
   DelayModule,
   DelayedTaskHandler,
+  delayMigrations,
   DuplicateHandlerError,
   UnknownOptionError,
   UnknownTaskTypeError,
@@ -102,6 +104,49 @@ describe('boot', () => {
       }
     } finally {
       await bare.drop();
+    }
+  });
+
+  it('names the migrations a database that ran only some of them lacks', async () => {
+    const behind = await createTestDatabase();
+    try {
+      // A database migrated by an older version: the first nine migrations.
+      const older = new DataSource({
+        type: 'postgres',
+        url: behind.url,
+        migrations: delayMigrations.slice(0, 9),
+      });
+      await older.initialize();
+      await older.runMigrations();
+      await older.destroy();
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          TypeOrmModule.forRoot({
+            ...dataSourceOptions({
+              url: behind.url,
+              poolSize: behind.poolSize,
+              migrationsRun: false,
+            }),
+            retryAttempts: 0,
+          }),
+          DelayModule.forRoot({ concurrency: 1 }),
+        ],
+      })
+        .setLogger(new SilentLogger())
+        .compile();
+      const missing = delayMigrations.slice(9).map((m) => m.name);
+      try {
+        const error: Error = await moduleRef.init().then(
+          () => new Error('booted'),
+          (e: Error) => e,
+        );
+        expect(error.message).toMatch(/behind this version of nest-delay .*does not exist/);
+        expect(error.message).toContain(`lacks ${missing.join(', ')}.`);
+      } finally {
+        await moduleRef.close().catch(() => undefined);
+      }
+    } finally {
+      await behind.drop();
     }
   });
 

@@ -55,7 +55,12 @@ export const missingTables = (detail: string) =>
   `to your DataSource's migrations, e.g. migrations: [...delayMigrations, ...yours], and run them ` +
   `(migrationsRun: true, or your migration:run script) before the app starts.`;
 
+export const migrationsBehind = (detail: string, missing: string[]) =>
+  `DelayModule's database is behind this version of nest-delay (${detail}): its migrations table lacks ` +
+  `${missing.join(', ')}. Run your migrations, with delayMigrations (from 'nest-delay') among them, ` +
+  `before the app starts (migrationsRun: true, or your migration:run script).`;
+
 export const noShutdownHooks = () =>
-  'Nothing handles SIGTERM in this process: a stop or deploy will not hand this instance\'s tasks back, ' +
+  "Nothing handles SIGTERM in this process: a stop or deploy will not hand this instance's tasks back, " +
   'and the next instance waits out the lease before running them. Call app.enableShutdownHooks() in main.ts ' +
   '(before app.listen), or call app.close() from a signal handler of your own.';

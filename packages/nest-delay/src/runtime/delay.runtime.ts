@@ -7,7 +7,8 @@ import {
 } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { CLOCK, DatabaseClock, SystemClock, type Clock } from '../clock/index.js';
-import { errorText, missingTables, noShutdownHooks } from '../delay.messages.js';
+import { errorText, migrationsBehind, missingTables, noShutdownHooks } from '../delay.messages.js';
+import { delayMigrations } from '../migrations/index.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
 import { DELAY_DATA_SOURCE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
@@ -116,14 +117,14 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.state = 'running';
     try {
       await this.lease.start();
+      await this.dispatcher.start();
+      // Whatever fell due while no instance ran is run straight from the table.
+      await this.backlog.start();
+      await this.loader.start();
+      await this.planner.start();
     } catch (error) {
-      throw missingTableError(error) ?? error;
+      throw (await schemaError(error, this.ctx.db)) ?? error;
     }
-    await this.dispatcher.start();
-    // Whatever fell due while no instance ran is run straight from the table.
-    await this.backlog.start();
-    await this.loader.start();
-    await this.planner.start();
     await this.wheel.start();
     await this.pruner.start();
     // Looked at a moment later: an application context is initialised before
@@ -235,12 +236,38 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   }
 }
 
-/** A clear error for the commonest first-run mistake: the package's migrations never ran. */
-function missingTableError(error: unknown): Error | undefined {
+/**
+ * A clear error for a schema the package's migrations have not (all) been
+ * run on: none (a table missing), or some (a column missing, the database
+ * behind this version), naming the ones its migrations table lacks.
+ */
+async function schemaError(error: unknown, db: Database): Promise<Error | undefined> {
   const e = error as { code?: string; driverError?: { code?: string }; message?: string };
-  // 42P01: undefined_table.
-  if ((e?.code ?? e?.driverError?.code) !== '42P01') return undefined;
-  return new Error(missingTables(e.message ?? 'undefined table'), { cause: error });
+  const code = e?.code ?? e?.driverError?.code;
+  // 42P01: undefined_table; 42703: undefined_column.
+  if (code !== '42P01' && code !== '42703') return undefined;
+  const detail = e.message ?? 'undefined table or column';
+  const missing = await missingMigrations(db).catch(() => undefined);
+  if (missing && missing.length > 0 && missing.length < delayMigrations.length)
+    return new Error(migrationsBehind(detail, missing), { cause: error });
+  return new Error(missingTables(detail), { cause: error });
+}
+
+/**
+ * The package's migrations that the DataSource's migrations table does not
+ * list; undefined when there is no such table (a schema applied otherwise).
+ */
+async function missingMigrations(db: Database): Promise<string[] | undefined> {
+  const table = db.dataSource.options.migrationsTableName ?? 'migrations';
+  const [found] = await db.pool.rows<{ name: string | null }>(
+    `SELECT to_regclass($1)::text AS name`,
+    [table],
+  );
+  if (!found?.name) return undefined;
+  // Quoted by Postgres itself (regclass's text form).
+  const ran = await db.pool.rows<{ name: string }>(`SELECT name FROM ${found.name}`, []);
+  const names = new Set(ran.map((row) => row.name));
+  return delayMigrations.map((m) => m.name).filter((name) => !names.has(name));
 }
 
 /** The DataSource's pool size (pg's default 10 when it says none). */
