@@ -206,14 +206,18 @@ export class SilentLogger implements LoggerService {
 
 /** Keeps what Nest logs, to assert on warnings. */
 export class CapturingLogger implements LoggerService {
-  readonly entries: Array<{ level: string; message: string; context?: string }> = [];
+  readonly entries: Array<{ level: string; message: string; context?: string; stack?: string }> =
+    [];
 
   private add(level: string, message: unknown, rest: unknown[]) {
     const context = rest.length > 0 ? rest[rest.length - 1] : undefined;
+    // error(message, stack, context), as Nest's Logger passes it on.
+    const stack = level === 'error' && rest.length > 1 ? rest[0] : undefined;
     this.entries.push({
       level,
       message: String(message),
       context: typeof context === 'string' ? context : undefined,
+      stack: typeof stack === 'string' ? stack : undefined,
     });
   }
 

@@ -3,6 +3,7 @@ import { EntityManager } from 'typeorm';
 import { DelayedTaskHandler, TaskOutcome, type TaskContext } from 'nest-delay';
 import type { RunReport } from 'nest-delay/testing';
 import {
+  CapturingLogger,
   HOUR,
   MINUTE,
   SECOND,
@@ -63,13 +64,14 @@ const counts = (c: Partial<RunReport> = {}) => ({
   ...c,
 });
 
+const logger = new CapturingLogger();
 const app = useDelayTestApp(
   {
     instanceId: 'outcomes',
     concurrency: 1,
     retry: { maxAttempts: 7, baseDelay: '10s', jitter: 0 },
   },
-  { modules: [{ module: OutcomeModule }] },
+  { modules: [{ module: OutcomeModule }], logger },
 );
 let t: DelayTestApp;
 
@@ -241,6 +243,19 @@ describe('per-handler options', () => {
     });
     // Each failed attempt's write was rolled back.
     expect(await t.effects(task.id)).toBe(0);
+    // The log lines carry the thrown error's stack, pointing at the handler; last_error does not.
+    const retried = logger
+      .messages('warn')
+      .find((m) => m.includes(`Task ${task.id} (outcome.limited) failed attempt 1/2`));
+    expect(retried).toMatch(/limited: always fails\n\s+at .*handler-outcomes\.e2e-spec/);
+    const dead = logger.entries.find(
+      (e) =>
+        e.level === 'error' &&
+        e.message.includes(`Task ${task.id} (outcome.limited) dead-lettered after 2`),
+    );
+    expect(dead?.stack).toMatch(
+      /^Error: limited: always fails\n\s+at .*handler-outcomes\.e2e-spec/,
+    );
   });
 });
 

@@ -92,7 +92,8 @@ export class AttemptRunner {
     } catch (error) {
       spans?.failed(row.id, error);
       if (error instanceof HandlerCutOff) throw error;
-      return fail(row, errorText(error), nowMs, this.rules);
+      const stack = error instanceof Error ? error.stack : undefined;
+      return fail(row, errorText(error), nowMs, this.rules, stack);
     }
     if (!(returned instanceof TaskOutcome)) return complete(row);
     if (returned.kind === 'discard') return discard(row, returned.reason ?? 'discarded');

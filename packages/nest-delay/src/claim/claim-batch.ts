@@ -350,20 +350,20 @@ export class ClaimBatch {
       return;
     const { row } = fate;
     const name = `Task ${row.id} (${row.type})`;
-    let line: [level: 'warn' | 'error', message: string] | undefined;
-    if (fate.transition === 'retry')
-      line = [
-        'warn',
-        `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`,
-      ];
-    else if (fate.transition === 'exhaust')
-      line = ['error', `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`];
-    else if (fate.transition === 'discard')
-      line = ['error', `${name} dead-lettered at once: ${fate.reason}`];
-    if (line) {
-      const [level, message] = line;
-      runInTaskScope(scopeOf(row), () => this.ctx.logger[level](message));
-    }
+    const { logger } = this.ctx;
+    // The thrown error's stack frames follow the line (last_error keeps its message only).
+    const frames = (stack?: string) => stack?.split('\n').slice(1).join('\n') || undefined;
+    let write: (() => void) | undefined;
+    if (fate.transition === 'retry') {
+      const message = `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`;
+      const stack = frames(fate.stack);
+      write = () => logger.warn(stack ? `${message}\n${stack}` : message);
+    } else if (fate.transition === 'exhaust') {
+      const message = `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`;
+      write = () => logger.error(message, fate.stack);
+    } else if (fate.transition === 'discard')
+      write = () => logger.error(`${name} dead-lettered at once: ${fate.reason}`);
+    if (write) runInTaskScope(scopeOf(row), write);
   }
 }
 

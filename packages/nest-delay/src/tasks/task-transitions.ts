@@ -63,6 +63,8 @@ export interface Retry extends FateOf {
   readonly dueAtMs: number;
   readonly lockedBy: string | null;
   readonly error: string;
+  /** The thrown error's stack, for the log line only (last_error keeps the message). */
+  readonly stack?: string;
 }
 
 /** Pending again at `dueAtMs`, as the handler asked, its attempt given back. */
@@ -84,6 +86,8 @@ export interface Exhaust extends FateOf {
   readonly transition: 'exhaust';
   readonly reason: string;
   readonly attempts: number;
+  /** The thrown error's stack, for the log line only. */
+  readonly stack?: string;
 }
 
 /**
@@ -109,9 +113,10 @@ export function fail(
   error: string,
   nowMs: number,
   rules: TransitionRules,
+  stack?: string,
 ): Retry | Exhaust {
   if (!hasAttemptsLeft(row)) {
-    return { transition: 'exhaust', row, reason: error, attempts: row.attempts };
+    return { transition: 'exhaust', row, reason: error, attempts: row.attempts, stack };
   }
   const dueAtMs = nowMs + retryDelayMs(rules.backoffOf(row.type), row.attempts);
   return {
@@ -120,6 +125,7 @@ export function fail(
     dueAtMs,
     lockedBy: leaseFor(rules.policy, dueAtMs, nowMs),
     error,
+    stack,
   };
 }
 
