@@ -278,4 +278,65 @@ describe('a crash between claim and commit', () => {
       await second.close();
     }
   });
+
+  it('a stop hands back every task it can at once; one whose row another transaction holds waits for the lease', async () => {
+    const clock = new ManualClock();
+    const first = await createDelayTestApp(
+      db,
+      { instanceId: 'cuts', shutdownTimeout: '200ms' },
+      { clock },
+    );
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    first.behaviour.afterEffect = () => {
+      entered();
+      return new Promise<void>(() => undefined);
+    };
+    const hung = await first.delay.schedule({ type: 'test.effect', delay: 1000 });
+    const later = (
+      await first.delay.scheduleMany(
+        Array.from({ length: 5 }, () => ({ type: 'test.effect', delay: 60_000 })),
+      )
+    ).map((result) => result.id);
+    void first.tester.advance(1000).catch(() => undefined);
+    await inHandler;
+    // A transaction elsewhere holds one row (as a cut-off claim's locks can outlive it a moment).
+    const locker = new pg.Client({ connectionString: db.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query(`SELECT id FROM delayed_task WHERE id = $1 FOR UPDATE`, [later[0]]);
+    await first.close();
+    const leased = async () =>
+      (
+        await locker.query<{ id: string }>(
+          `SELECT id::text FROM delayed_task WHERE locked_by = 'cuts' ORDER BY id`,
+        )
+      ).rows.map((row) => row.id);
+    try {
+      // The hung claim was cut off and rolled back; all but the held row went back at once.
+      expect(await leased()).toEqual([later[0]]);
+      expect(
+        (await locker.query(`SELECT id FROM delay_instance WHERE id = 'cuts'`)).rows,
+      ).toHaveLength(1);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+
+    const second = await createDelayTestApp(db, { instanceId: 'after-cuts' }, { clock });
+    try {
+      // The hung task runs at once, not a lease later, and once.
+      await second.tester.runDue();
+      expect(await second.delay.get({ id: hung.id })).toMatchObject({ state: 'executed' });
+      expect(await second.effects(hung.id)).toBe(1);
+      // The held one is taken over when the lease of its instance runs out.
+      clock.advance(31_000);
+      await second.delay['runtime'].lease.renew();
+      expect(
+        await second.query(`SELECT locked_by FROM delayed_task WHERE id = $1`, [later[0]]),
+      ).not.toEqual([{ locked_by: 'cuts' }]);
+    } finally {
+      await second.close();
+    }
+  });
 });

@@ -141,11 +141,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     await this.gateClaims.stop();
   }
 
-  /** True when a handler was cut off at stop (its locks may linger until the server notices). */
-  get cutOffAtStop(): boolean {
-    return this._stopped && this.inFlight > 0;
-  }
-
   private async finishedWithin(timeoutMs: number): Promise<boolean> {
     if (this.inFlight === 0) return true;
     let timer: NodeJS.Timeout | undefined;

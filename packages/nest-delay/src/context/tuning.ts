@@ -111,6 +111,9 @@ export const PLAN_RETRY_FIRST_MS = 60_000;
 /** The longest wait between two tries of a failed plan. */
 export const PLAN_RETRY_MAX_MS = 3_600_000;
 
+/** Tasks handed back at stop in one statement (earliest due first), so other instances take them as it goes. */
+export const HAND_BACK_STEP = 1000;
+
 /** How many of the oldest overdue unleased tasks are looked at for types no live instance runs. */
 export const UNHANDLED_SAMPLE = 1000;
 

@@ -7,6 +7,7 @@ import {
   releaseInstanceTasks,
   releaseOrphans,
   retireInstance,
+  handBackTasks,
 } from './lease-statements.js';
 import { forgetSettledAttempts } from '../claim/attempt-statements.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
@@ -14,7 +15,7 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import { ClockWatch } from './clock-watch.js';
 import { PeriodicRound } from '../context/periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
-import { ORPHAN_SWEEP_EVERY, UNHANDLED_SAMPLE } from '../context/tuning.js';
+import { HAND_BACK_STEP, ORPHAN_SWEEP_EVERY, UNHANDLED_SAMPLE } from '../context/tuning.js';
 
 /**
  * This instance's lease in `delay_instance`, and the takeover of instances
@@ -88,8 +89,14 @@ export class InstanceLease implements LifecycleService {
     await this.rounds.stop();
     this.expiresAtMs = undefined;
     if (!this.releaseAtStop || !this.ctx.db.dataSource.isInitialized) return;
+    const { db, options, logger } = this.ctx;
     try {
-      await retireInstance(this.ctx.db.pool, this.ctx.options.instanceId);
+      while ((await handBackTasks(db.pool, options.instanceId, HAND_BACK_STEP)) === HAND_BACK_STEP);
+      const kept = await retireInstance(db.pool, options.instanceId);
+      if (kept > 0)
+        logger.warn(
+          `${kept} task(s) of claims cut off at stop stay leased to this instance until its lease expires (within ${options.leaseMs} ms); the rest were handed back`,
+        );
     } catch (error) {
       this.ctx.logger.warn(
         `Could not release leases at shutdown; they expire in ${this.ctx.options.leaseMs} ms: ${errorText(error)}`,

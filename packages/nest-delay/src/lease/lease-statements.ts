@@ -134,15 +134,52 @@ export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
 }
 
 /**
- * At shutdown: forgets the instance and frees its tasks in one statement, so
- * nothing can be leased to it in between and then be leased to nobody.
+ * At shutdown, before retireInstance: frees up to `limit` of the instance's
+ * tasks, earliest due first, in a transaction of their own, so a large hand-back
+ * is many short statements that the other instances' loaders can take from
+ * as it goes. Rows another transaction holds are skipped (SKIP LOCKED): the
+ * claims a stop cut off, whose locks outlive their connection a moment.
+ * Returns how many it freed.
  */
-export async function retireInstance(sql: Sql, instanceId: string) {
-  await sql.rows(
-    `WITH gone AS (DELETE FROM delay_instance WHERE id = $1)
-     UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`,
+export async function handBackTasks(sql: Sql, instanceId: string, limit: number) {
+  const rows = await sql.rows<{ id: string }>(
+    `UPDATE delayed_task t SET locked_by = NULL
+     FROM (SELECT id FROM delayed_task WHERE locked_by = $1 AND ${PENDING}
+           ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED) s
+     WHERE t.id = s.id
+     RETURNING t.id`,
+    [instanceId, limit],
+  );
+  return rows.length;
+}
+
+/**
+ * At shutdown: frees what is left of the instance's tasks and forgets the
+ * instance in one statement, so nothing can be leased to it in between and
+ * then be leased to nobody. Rows another transaction still holds (claims
+ * the stop cut off) stay leased, and then the instance is not forgotten: its
+ * lease expires and another instance takes them over, while everything else
+ * was handed back at once. Returns how many it kept.
+ */
+export async function retireInstance(sql: Sql, instanceId: string): Promise<number> {
+  const [row] = await sql.rows<{ kept: number }>(
+    `WITH freed AS (
+       UPDATE delayed_task t SET locked_by = NULL
+       FROM (SELECT id FROM delayed_task WHERE locked_by = $1 AND ${PENDING}
+             FOR UPDATE SKIP LOCKED) s
+       WHERE t.id = s.id
+       RETURNING t.id
+     ), held AS (
+       -- The statement's snapshot: the rows freed above still count here.
+       SELECT count(*) - (SELECT count(*) FROM freed) AS kept
+       FROM delayed_task WHERE locked_by = $1 AND ${PENDING}
+     ), gone AS (
+       DELETE FROM delay_instance WHERE id = $1 AND (SELECT kept FROM held) = 0
+     )
+     SELECT kept::int FROM held`,
     [instanceId],
   );
+  return row.kept;
 }
 
 /**

@@ -165,9 +165,9 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.loader.stop();
     await this.dispatcher.stop();
     await this.backlog.stop();
-    // After a cut-off, a hung handler's locks may outlive its connection for
-    // a moment and the release would wait on them: let the lease expire instead.
-    if (keepLease || this.dispatcher.cutOffAtStop) this.lease.keepLeaseAtStop();
+    // Tasks of claims cut off at stop stay leased until the lease expires
+    // (their locks outlive the connection a moment); the rest go back now.
+    if (keepLease) this.lease.keepLeaseAtStop();
     await this.lease.stop();
     this.ctx.afterCommit.detach();
     this.state = 'stopped';
