@@ -17,6 +17,8 @@ const dockerfile = readFileSync('Dockerfile', 'utf8');
 
 const mainMatch = /^MAIN_NODE=(\d+)\.\d+\.\d+$/m.exec(ci);
 const secondMatch = /^SECOND_NODE_MAJOR=(\d+)$/m.exec(ci);
+const thirdMatch = /^THIRD_NODE=(\d+)\.\d+\.\d+$/m.exec(ci);
+const third = Number(thirdMatch?.[1]);
 const main = Number(mainMatch?.[1]);
 const second = Number(secondMatch?.[1]);
 
@@ -75,14 +77,21 @@ describe('the app runs on the main major', () => {
 describe("nest-delay's engines", () => {
   const ranges = caretRanges(pkg.engines.node);
 
-  it('names Node 20.19 and the main major, the two CI runs, and no major CI does not run', () => {
+  it('names Node 20.19, 22.12 and the main major, the three CI runs, and no major CI does not run', () => {
     expect(second).toBe(20);
-    expect(ranges.map(([major]) => major)).toEqual([second, main]);
+    expect(third).toBe(22);
+    expect(ci).toMatch(/^scripts\/second-node\.sh "\$THIRD_NODE" /m);
+    expect(ranges.map(([major]) => major)).toEqual([second, third, main]);
     expect(ranges[0][1]).toBe('20.19.0');
+    // require(esm), which the exports' default condition relies on, is unflagged from 22.12.
+    expect(ranges[1][1]).toBe('22.12.0');
   });
 
   it('is what the READMEs say', () => {
-    expect(pkgReadme).toContain(`Node.js ${second} (20.19 or newer) or ${main}, the two CI runs`);
+    const prose = pkgReadme.replace(/\s+/g, ' ');
+    expect(prose).toContain(
+      `Node.js ${second} (20.19 or newer), ${third} (22.12 or newer) or ${main}, the three CI runs`,
+    );
     expect(readme).toContain(`also runs on Node ${second}.19 or newer`);
   });
 });
