@@ -246,20 +246,22 @@ describe('a crash between claim and commit', () => {
   });
   afterAll(() => db?.drop());
 
-  it('leaves the task pending, uncharged (the process chose to stop it), and the next instance runs it exactly once', async () => {
-    const clock = new ManualClock();
-    const first = await createDelayTestApp(
-      db,
-      { instanceId: 'hangs', shutdownTimeout: '200ms' },
-      { clock },
-    );
+  /** An instance whose handlers write their effect, then never return (cut off at stop). */
+  async function hangingInstance(instanceId: string, clock: ManualClock) {
+    const app = await createDelayTestApp(db, { instanceId, shutdownTimeout: '200ms' }, { clock });
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
-    // The handler writes its effect, then never returns: the process "dies" mid-transaction.
-    first.behaviour.afterEffect = () => {
+    app.behaviour.afterEffect = () => {
       entered();
       return new Promise<void>(() => undefined);
     };
+    return { app, inHandler };
+  }
+
+  it('leaves the task pending, uncharged (the process chose to stop it), and the next instance runs it exactly once', async () => {
+    const clock = new ManualClock();
+    // The handler writes its effect, then never returns: the process "dies" mid-transaction.
+    const { app: first, inHandler } = await hangingInstance('hangs', clock);
     const task = await first.delay.schedule({ type: 'test.effect', delay: 1000 });
     void first.tester.advance(1000).catch(() => undefined);
     await inHandler;
@@ -281,17 +283,7 @@ describe('a crash between claim and commit', () => {
 
   it('a stop hands back every task it can at once; one whose row another transaction holds waits for the lease', async () => {
     const clock = new ManualClock();
-    const first = await createDelayTestApp(
-      db,
-      { instanceId: 'cuts', shutdownTimeout: '200ms' },
-      { clock },
-    );
-    let entered!: () => void;
-    const inHandler = new Promise<void>((resolve) => (entered = resolve));
-    first.behaviour.afterEffect = () => {
-      entered();
-      return new Promise<void>(() => undefined);
-    };
+    const { app: first, inHandler } = await hangingInstance('cuts', clock);
     const hung = await first.delay.schedule({ type: 'test.effect', delay: 1000 });
     const later = (
       await first.delay.scheduleMany(
