@@ -101,6 +101,32 @@ async function postOnceListening(url: string, running: () => boolean): Promise<R
   }
 }
 
+const TYPED_TASKS_CHECK = `import { DelayedTaskHandler, DelayService, defineTask } from 'nest-delay';
+
+export const CloseUnpaid = defineTask<{ orderId: string }>('order.close-unpaid');
+
+export class TypedTasks {
+  constructor(private readonly delay: DelayService) {}
+
+  schedule(orderId: string) {
+    // @ts-expect-error a wrong payload
+    void this.delay.schedule(CloseUnpaid.with({ orderId: 42 }));
+    // @ts-expect-error a misspelt duration
+    void this.delay.schedule(CloseUnpaid.with({ orderId }, { delay: '20 seconds' }));
+    return this.delay.schedule(CloseUnpaid.with({ orderId }, { delay: '30m' }));
+  }
+
+  // @ts-expect-error a handler of another payload
+  @DelayedTaskHandler(CloseUnpaid)
+  wrong(payload: { orderId: number }) {
+    return payload;
+  }
+}
+
+// @ts-expect-error a payload type that is not JSON
+export const WithDate = defineTask<{ at: Date }>('with.date');
+`;
+
 describeWithServer('a `nest new` app (Vitest) following the package README', () => {
   let db: Awaited<ReturnType<typeof serverDatabase>>;
   let appDir: string;
@@ -142,6 +168,9 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
       writeFileSync(join(appDir, file), text);
     }
     writeFileSync(join(appDir, 'package.json'), JSON.stringify(pkg, null, 2));
+    // Typed tasks from the tarball's types: each marked line must fail to
+    // compile, or `tsc --noEmit` below fails on an unused @ts-expect-error.
+    writeFileSync(join(appDir, 'src/typed-tasks.check.ts'), TYPED_TASKS_CHECK);
 
     steps.install = npmInstall(appDir);
     if (!steps.install.ok) return;
@@ -179,7 +208,7 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
     expect(typescript.version).toMatch(/^6\./);
   });
 
-  it("type-checks with the scaffold's tsconfig (types: vitest/globals, node)", () => {
+  it("type-checks with the scaffold's tsconfig (types: vitest/globals, node), typed tasks' wrong uses refused", () => {
     expectOk(steps.tsc, 'tsc --noEmit');
   });
 
