@@ -1,19 +1,11 @@
 import {
-  BadRequestException,
-  ConflictException,
   Injectable,
   NotFoundException,
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
 } from '@nestjs/common';
-import {
-  DelayValidationError,
-  ScheduleNotFoundError,
-  TaskNotFoundError,
-  TaskStateError,
-  UnknownTaskTypeError,
-} from 'nest-delay';
+import { delayHttpException, UnknownTaskTypeError } from 'nest-delay';
 import { catchError, type Observable } from 'rxjs';
 import { unknownTaskType } from './admin.messages.js';
 
@@ -36,30 +28,6 @@ export class AdminErrorsInterceptor implements NestInterceptor {
 }
 
 export function toHttpError(error: unknown): unknown {
-  if (error instanceof DelayValidationError) {
-    return new BadRequestException({
-      statusCode: 400,
-      error: 'Bad Request',
-      message: error.message,
-      field: error.field,
-    });
-  }
-  if (error instanceof TaskNotFoundError) {
-    return new NotFoundException({
-      statusCode: 404,
-      error: 'Not Found',
-      message: error.message,
-      ...error.ref,
-    });
-  }
-  if (error instanceof ScheduleNotFoundError) {
-    return new NotFoundException({
-      statusCode: 404,
-      error: 'Not Found',
-      message: error.message,
-      schedule: error.scheduleName,
-    });
-  }
   if (error instanceof UnknownTaskTypeError) {
     // The engine's own message speaks to a producer (register a handler); this one to an operator.
     return new NotFoundException({
@@ -69,13 +37,5 @@ export function toHttpError(error: unknown): unknown {
       type: error.type,
     });
   }
-  if (error instanceof TaskStateError) {
-    return new ConflictException({
-      statusCode: 409,
-      error: 'Conflict',
-      message: error.message,
-      state: error.state,
-    });
-  }
-  return error;
+  return delayHttpException(error) ?? error;
 }

@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import { sqlState } from '../database/postgres-errors.js';
+import { delayHttpException } from 'nest-delay';
 
 const RETRY_AFTER_SECONDS = '1';
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -39,6 +40,9 @@ export class AllExceptionsFilter extends BaseExceptionFilter {
 }
 
 export function mapUnknownError(error: unknown): HttpException | undefined {
+  // The delay package's own errors: 400, 404 or 409, with what they name.
+  const delay = delayHttpException(error);
+  if (delay) return delay;
   const state = sqlState(error);
   if (state !== undefined) {
     // 40: serialization failure, deadlock; 55P03: lock not available; 57014: statement timeout.

@@ -8,6 +8,7 @@ describe('the public surface', () => {
     expect(Object.keys(publicApi).sort()).toEqual([
       'CLOCK',
       'DelayAdmin',
+      'DelayExceptionFilter',
       'DelayLimits',
       'DelayModule',
       'DelaySchedules',
@@ -24,6 +25,7 @@ describe('the public surface', () => {
       'UnknownTaskTypeError',
       'currentTask',
       'defineTask',
+      'delayHttpException',
       'delayMigrations',
     ]);
   });

@@ -66,6 +66,7 @@ export { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
 export { TaskNotFoundError } from './errors/task-not-found.error.js';
 export { TaskStateError } from './errors/task-state.error.js';
 export { UnknownOptionError } from './errors/unknown-option.error.js';
+export { DelayExceptionFilter, delayHttpException } from './errors/delay-exception.filter.js';
 export { CLOCK, type Clock, type TimerHandle } from './clock/index.js';
 export type { Duration } from './duration.js';
 export { delayMigrations } from './migrations/index.js';
