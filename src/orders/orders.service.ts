@@ -156,13 +156,17 @@ export class OrdersService {
    * Refunds a paid or finished order. Every task the order still has waiting
    * (its close, its review, a notification: whatever its key) is cancelled by
    * its entity in the same transaction, before the order is locked (the lock
-   * order of `transition`); if the rule says no, the rollback brings them back.
+   * order of `transition`) and again once it is: a finish that held the lock
+   * meanwhile may have committed a review task; if the rule says no, the
+   * rollback brings them all back.
    */
   refund(id: string): Promise<Order> {
     return this.transaction(async (manager) => {
-      const dropped = await this.delay.cancelEntity(orderEntity(id), { manager });
+      const before = await this.delay.cancelEntity(orderEntity(id), { manager });
       const order = await lockOrder(manager, id);
       if (!order) throw new OrderNotFoundError(id);
+      const after = await this.delay.cancelEntity(orderEntity(id), { manager });
+      const dropped = { ids: [...before.ids, ...after.ids] };
       const now = new Date(this.clock.now());
       const transition = rules.refund(order, now, dropped.ids.length);
       await applyTransition(manager, order, transition, now);
@@ -175,8 +179,10 @@ export class OrdersService {
    * One user transition. The pending task it makes moot is cancelled before
    * the order is locked: the claim transaction of a firing task locks the task
    * row and then (in the handler) the order, so taking the two locks in the
-   * same order makes a racing user action wait instead of deadlock. If the
-   * rule then says no, the rollback undoes the cancel too.
+   * same order makes a racing user action wait instead of deadlock. It is
+   * cancelled again once the order is locked: the transaction that held the
+   * lock meanwhile (a finish) may have committed it then. If the rule says
+   * no, the rollback undoes both cancels.
    */
   private transition(
     id: string,
@@ -188,6 +194,7 @@ export class OrdersService {
       if (taskToCancel !== undefined) await this.cancelIfPending(taskToCancel, manager);
       const order = await lockOrder(manager, id);
       if (!order) throw new OrderNotFoundError(id);
+      if (taskToCancel !== undefined) await this.cancelIfPending(taskToCancel, manager);
       const now = new Date(this.clock.now());
       const transition = decide(order, now);
       await applyTransition(manager, order, transition, now);
