@@ -6,7 +6,17 @@ import { requestId } from './ops/logging/request-id.middleware.js';
 import { setupSwagger } from './ops/swagger.js';
 
 /** What main.ts and the e2e tests both apply to the HTTP app, so tests see what users see. */
-export function configureApp(app: INestApplication): INestApplication {
+export function configureApp(
+  app: INestApplication,
+  { trustProxy = false }: { trustProxy?: boolean | number | string } = {},
+): INestApplication {
+  // Where a client's address comes from (the admin throttle counts by it): see AppConfig.trustProxy.
+  if (trustProxy !== false) {
+    const express = app.getHttpAdapter().getInstance() as {
+      set(name: string, value: unknown): void;
+    };
+    express.set('trust proxy', trustProxy);
+  }
   // First of all: every line logged for a request, by anyone, carries its id.
   app.use(requestId, accessLog);
   // On every response, 404s and errors included (helmet 8's headers, built into Nest 12;

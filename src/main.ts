@@ -26,7 +26,7 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule.forRoot(config, databaseUrl), {
     logger: appLogger,
   });
-  configureApp(app);
+  configureApp(app, { trustProxy: config.trustProxy });
   // Our own signal handling rather than enableShutdownHooks(): app.close() runs
   // every shutdown hook (the delay runtime drains, TypeORM closes its pool) and
   // only then may the embedded database stop.

@@ -18,8 +18,11 @@ const BEARER = /^Bearer +(\S+) *$/i;
 /**
  * `Authorization: Bearer <ADMIN_TOKEN>` on every admin route. The token is
  * compared as SHA-256 digests with timingSafeEqual: equal lengths whatever was
- * sent, and no early exit that would time how much of it matched. A client
- * that failed too often is refused (429) before its token is even looked at.
+ * sent, and no early exit that would time how much of it matched. The right
+ * token is never refused: a client that failed too often gets 429 for a
+ * wrong one only, so nobody can lock an operator out (behind a proxy, where
+ * every client shares one address without `TRUST_PROXY`). The token's
+ * strength, checked at boot, is what resists guessing.
  */
 @Injectable()
 export class AdminAuthGuard implements CanActivate {
@@ -38,14 +41,14 @@ export class AdminAuthGuard implements CanActivate {
     const response = http.getResponse<Response>();
     // The socket's address unless the app is told to trust a proxy (Express `trust proxy`).
     const client = request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    const match = BEARER.exec(request.headers.authorization ?? '');
+    if (match && timingSafeEqual(digest(match[1]), this.expected)) return true;
     const waitMs = this.throttle.waitFor(client);
     if (waitMs > 0) {
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
       response.setHeader('Retry-After', String(seconds));
       throw new HttpException(tooManyFailures(seconds), HttpStatus.TOO_MANY_REQUESTS);
     }
-    const match = BEARER.exec(request.headers.authorization ?? '');
-    if (match && timingSafeEqual(digest(match[1]), this.expected)) return true;
     this.throttle.fail(client);
     response.setHeader('WWW-Authenticate', 'Bearer realm="admin"');
     throw new UnauthorizedException(adminTokenRequired);

@@ -94,6 +94,8 @@ describe('loadConfig', () => {
     ['DB_POOL_SIZE', '0'],
     ['ADMIN_TOKEN', 'short'],
     ['ADMIN_TOKEN', `${'a'.repeat(32)} with spaces`],
+    ['ADMIN_TOKEN', 'a'.repeat(32)],
+    ['ADMIN_TOKEN', 'ab12'.repeat(16)],
     ['ADMIN_COUNT_CAP', '0'],
     ['NOTIFY_RATE_PER_SECOND', '10001'],
     ['NOTIFY_RATE_PER_SECOND', '2.5'],
@@ -110,9 +112,13 @@ describe('loadConfig', () => {
 
   it('leaves the admin API off without ADMIN_TOKEN, and never echoes a rejected token', () => {
     expect(loadConfig({}).adminToken).toBeUndefined();
-    const token = 'f'.repeat(64);
+    const token = '0123456789abcdef'.repeat(4);
     expect(loadConfig({ ADMIN_TOKEN: token }).adminToken).toBe(token);
     const secret = 'too-short-secret';
     expect(() => loadConfig({ ADMIN_TOKEN: secret })).toThrow(/got 16 character\(s\)$/);
+    // Long enough but guessable: refused, naming why, not the token.
+    const weak = 'a'.repeat(40);
+    expect(() => loadConfig({ ADMIN_TOKEN: weak })).toThrow(/too weak: 1 distinct character/);
+    expect(() => loadConfig({ ADMIN_TOKEN: weak })).not.toThrow(new RegExp(weak));
   });
 });

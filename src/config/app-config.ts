@@ -26,6 +26,13 @@ export interface AppConfig {
   delayInstanceId: string | undefined;
   /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
   adminToken: string | undefined;
+  /**
+   * Express's `trust proxy` (TRUST_PROXY): false (the default) takes each
+   * client's address from its socket; behind a reverse proxy, the number of
+   * proxies in front (`1`), `true`, or the proxies' addresses or subnets
+   * (`loopback`, `10.0.0.0/8`, comma-separated) make it X-Forwarded-For's.
+   */
+  trustProxy: boolean | number | string;
   /** Rows the admin counts read per state at most; more shows as "cap+". */
   adminCountCap: number;
   /** Prometheus metrics at /metrics. */
@@ -157,8 +164,32 @@ function adminToken(env: Env): string | undefined {
       `must be ${ADMIN_TOKEN_MIN_LENGTH} to 1000 printable ASCII characters without spaces (try \`openssl rand -hex 32\`); got ${raw.length} character(s)`,
     );
   }
+  // Its strength is what guards the admin API (failures are only slowed):
+  // a long run of few characters, such as 32 times `a`, guesses in no time.
+  const distinct = new Set(raw).size;
+  if (distinct < ADMIN_TOKEN_MIN_DISTINCT) {
+    throw new ConfigError(
+      'ADMIN_TOKEN',
+      `is too weak: ${distinct} distinct character(s), at least ${ADMIN_TOKEN_MIN_DISTINCT} needed (try \`openssl rand -hex 32\`)`,
+    );
+  }
   return raw;
 }
+
+function trustProxy(env: Env): boolean | number | string {
+  const raw = read(env, 'TRUST_PROXY');
+  if (raw === undefined || /^(false|0|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^[1-9][0-9]?$/.test(raw)) return Number(raw);
+  if (/^[\w.:/-]+(\s*,\s*[\w.:/-]+)*$/.test(raw)) return raw;
+  throw new ConfigError(
+    'TRUST_PROXY',
+    `must be false, true, a number of proxies (1 to 99), or their addresses or subnets, comma-separated; got ${JSON.stringify(raw)}`,
+  );
+}
+
+/** Fewer distinct characters than this makes a token guessable whatever its length. */
+const ADMIN_TOKEN_MIN_DISTINCT = 10;
 
 export function loadConfig(env: Env = process.env): AppConfig {
   refuseRemoved(env);
@@ -189,6 +220,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
     delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
     adminToken: adminToken(env),
+    trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),
     ...observability(env),
   };

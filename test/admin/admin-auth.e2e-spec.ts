@@ -80,20 +80,24 @@ describe('admin API with ADMIN_TOKEN', () => {
     expect(odd.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('throttles a client after 10 failures in a minute: 429 with Retry-After, even for the right token', async () => {
+  it('throttles wrong tokens after 10 failures in a minute (429 with Retry-After), never the right one', async () => {
     ctx.t.clock.advance(61_000);
+    const wrong = () => ctx.t.http().get('/admin/api/counts').set('Authorization', 'Bearer wrong');
     for (let i = 0; i < 10; i++) {
-      await ctx.t.http().get('/admin/api/counts').set('Authorization', 'Bearer wrong').expect(401);
+      await wrong().expect(401);
       ctx.t.clock.advance(1_000);
     }
-    const refused = await ctx.t.get('/admin/api/counts').expect(429);
+    const refused = await wrong().expect(429);
     // The first failure leaves the window 60 s after it was made: 50 s from now.
     expect(refused.headers['retry-after']).toBe('50');
     expect(refused.body.message).toMatch(/Too many failed admin logins/);
-    ctx.t.clock.advance(49_000);
-    await ctx.t.get('/admin/api/counts').expect(429);
-    ctx.t.clock.advance(1_000);
+    // The operator, from the same address (a proxy's), is let in all along.
     await ctx.t.get('/admin/api/counts').expect(200);
+    ctx.t.clock.advance(49_000);
+    await wrong().expect(429);
+    await ctx.t.get('/admin/api/counts').expect(200);
+    ctx.t.clock.advance(1_000);
+    await wrong().expect(401);
   });
 
   it('puts security headers on every response of the app, not only the admin API', async () => {
@@ -114,5 +118,38 @@ describe('admin API with ADMIN_TOKEN', () => {
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(JSON.stringify(res.body)).not.toMatch(/\bat .*\.(ts|js):\d+|stack/i);
     }
+  });
+});
+
+/** Ten wrong tokens as `from` (X-Forwarded-For), then one more as `next`: 401, or 429 when counted as the same client. */
+async function failTenThenOnce(
+  t: ReturnType<typeof useAdminTestApp>['t'],
+  from: string,
+  next: string,
+) {
+  t.clock.advance(61_000);
+  const wrong = (address: string) =>
+    t
+      .http()
+      .get('/admin/api/counts')
+      .set('Authorization', 'Bearer wrong')
+      .set('X-Forwarded-For', address);
+  for (let i = 0; i < 10; i++) await wrong(from).expect(401);
+  return (await wrong(next)).status;
+}
+
+describe('TRUST_PROXY', () => {
+  describe('unset: the socket is the client, whatever X-Forwarded-For says', () => {
+    const ctx = useAdminTestApp({ ADMIN_TOKEN });
+    it('counts two forwarded addresses as one client', async () => {
+      expect(await failTenThenOnce(ctx.t, '203.0.113.1', '203.0.113.2')).toBe(429);
+    });
+  });
+
+  describe('set to loopback (the proxy in front): X-Forwarded-For names the client', () => {
+    const ctx = useAdminTestApp({ ADMIN_TOKEN, TRUST_PROXY: 'loopback' });
+    it("counts each forwarded address apart: one client's failures lock out no other", async () => {
+      expect(await failTenThenOnce(ctx.t, '203.0.113.1', '203.0.113.2')).toBe(401);
+    });
   });
 });

@@ -104,6 +104,7 @@ export async function createAdminTestApp(
     moduleRef.createNestApplication({
       logger: logger ?? (process.env.TEST_LOGS ? undefined : false),
     }),
+    { trustProxy: config.trustProxy },
   );
   await app.init();
   const http = () => request(app.getHttpServer());
