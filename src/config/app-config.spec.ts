@@ -110,6 +110,14 @@ describe('loadConfig', () => {
     );
   });
 
+  it('never prints a malformed DATABASE_URL, which holds the password', () => {
+    const url = 'postgres://app:s3cr3t-pass@db host:5432/orders';
+    expect(() => loadConfig({ DATABASE_URL: url })).toThrow(
+      /^Invalid configuration: DATABASE_URL /,
+    );
+    expect(() => loadConfig({ DATABASE_URL: url })).not.toThrow(/s3cr3t/);
+  });
+
   it('leaves the admin API off without ADMIN_TOKEN, and never echoes a rejected token', () => {
     expect(loadConfig({}).adminToken).toBeUndefined();
     const token = '0123456789abcdef'.repeat(4);

@@ -140,9 +140,10 @@ function databaseUrl(env: Env): string | undefined {
   try {
     url = new URL(raw);
   } catch {
+    // Never the value itself: it holds the database's password.
     throw new ConfigError(
       'DATABASE_URL',
-      `must be a URL like postgres://user:pass@host:5432/db; got ${JSON.stringify(raw)}`,
+      `must be a URL like postgres://user:pass@host:5432/db; got ${raw.length} character(s) that do not parse as one`,
     );
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {

@@ -51,6 +51,14 @@ describe('logs', () => {
     expect(new Date(line.time).toString()).not.toBe('Invalid Date');
   });
 
+  it('never writes a token sent in the query string to the access log', async () => {
+    const secret = 'f00dfeed0123456789abcdef0123456789';
+    await http().get(`/orders?token=${secret}&limit=5`);
+    const [line] = lines.filter((l) => l.context === 'HTTP');
+    expect(line.msg).toMatch(/^GET \/orders\?token=REDACTED&limit=5 \d{3} \d+ ms$/);
+    expect(JSON.stringify(lines)).not.toContain(secret);
+  });
+
   it("puts the caller's X-Request-Id on the request's lines and echoes it", async () => {
     const res = await http()
       .post('/orders')
