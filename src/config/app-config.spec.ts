@@ -71,8 +71,9 @@ describe('loadConfig', () => {
       logFormat: 'pretty',
       logLevel: 'info',
     });
-    expect(loadConfig({ NODE_ENV: 'production' }).logFormat).toBe('json');
-    expect(loadConfig({ NODE_ENV: 'production', LOG_FORMAT: 'Pretty' }).logFormat).toBe('pretty');
+    const production = { NODE_ENV: 'production', NOTIFICATION_PROVIDER: 'fake' };
+    expect(loadConfig(production).logFormat).toBe('json');
+    expect(loadConfig({ ...production, LOG_FORMAT: 'Pretty' }).logFormat).toBe('pretty');
     expect(loadConfig({ METRICS_ENABLED: 'off', EVENTS_ENABLED: 'off' })).toMatchObject({
       metricsEnabled: false,
       eventsEnabled: false,
@@ -108,6 +109,17 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(
       new RegExp(`^Invalid configuration: ${name} `),
     );
+  });
+
+  it('refuses to start in production with the fake notification provider unless it is chosen by name', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /^Invalid configuration: NOTIFICATION_PROVIDER must be set in production/,
+    );
+    expect(
+      loadConfig({ NODE_ENV: 'production', NOTIFICATION_PROVIDER: 'fake' }).notificationProvider,
+    ).toBe('fake');
+    expect(loadConfig({}).notificationProvider).toBe('fake');
+    expect(() => loadConfig({ NOTIFICATION_PROVIDER: 'smtp' })).toThrow(/NOTIFICATION_PROVIDER/);
   });
 
   it('never prints a malformed DATABASE_URL, which holds the password', () => {

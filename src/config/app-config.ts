@@ -26,6 +26,8 @@ export interface AppConfig {
   delayInstanceId: string | undefined;
   /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
   adminToken: string | undefined;
+  /** The customer notifications' provider: only `fake` ships (NOTIFICATION_PROVIDER, required in production). */
+  notificationProvider: 'fake';
   /**
    * Express's `trust proxy` (TRUST_PROXY): false (the default) takes each
    * client's address from its socket; behind a reverse proxy, the number of
@@ -223,8 +225,26 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminToken: adminToken(env),
     trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),
+    notificationProvider: notificationProvider(env),
     ...observability(env),
   };
+}
+
+/**
+ * The only provider this example ships is the fake, which sends nothing: in
+ * production it must be chosen by name, so a deployment that forgot to bind
+ * a real one does not silently tell no customer anything.
+ */
+function notificationProvider(env: Env): 'fake' {
+  const raw = read(env, 'NOTIFICATION_PROVIDER');
+  if (raw === undefined) {
+    if (read(env, 'NODE_ENV') !== 'production') return 'fake';
+    throw new ConfigError(
+      'NOTIFICATION_PROVIDER',
+      'must be set in production: this app ships only the fake provider, which sends nothing (set NOTIFICATION_PROVIDER=fake to run with it, or bind a real one)',
+    );
+  }
+  return oneOf(env, 'NOTIFICATION_PROVIDER', ['fake'] as const, 'fake');
 }
 
 function observability(env: Env) {
