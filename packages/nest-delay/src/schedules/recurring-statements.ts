@@ -1,5 +1,4 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING } from '../tasks/pending.js';
 import type { ScheduleRow } from './schedule-statements.js';
 import { UNDECLARED } from './declaration-statements.js';
 import type { Sql } from '../store/sql.js';
@@ -149,26 +148,4 @@ export async function earlierOccurrenceRetrying(
     [scheduleName, occurrenceAt],
   );
   return row.pending;
-}
-
-/**
- * The next moment something happens to schedules after `now` (epoch ms), or
- * null: a planned occurrence falls due, or a schedule's next occurrence
- * comes within `windowMs` (when a planner plans it).
- */
-export async function nextScheduleEvent(
-  sql: Sql,
-  now: Date,
-  windowMs: number,
-): Promise<number | null> {
-  const [row] = await sql.rows<{ ms: number | null }>(
-    `SELECT (extract(epoch FROM least(
-       (SELECT min(next_at) - $2 * interval '1 millisecond' + interval '1 millisecond'
-        FROM delay_schedule WHERE NOT paused AND plan_retry_at IS NULL),
-       (SELECT min(due_at) FROM delayed_task
-        WHERE schedule_name IS NOT NULL AND ${PENDING} AND due_at > $1)
-     )) * 1000)::float8 AS ms`,
-    [now, windowMs],
-  );
-  return row.ms;
 }

@@ -5,9 +5,7 @@ import { DelayService } from '../delay.service.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
-import type { ExecutionCounts, TypeCounts } from '../claim/claim-outcomes.js';
 import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
-import { nextScheduleEvent } from '../schedules/recurring-statements.js';
 import { DelaySchedules } from '../schedules/delay-schedules.service.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
@@ -15,18 +13,16 @@ import { TaskOutcome } from '../task-outcome.js';
 import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
 import { ManualClock } from './manual-clock.js';
 import { resetEngine } from './engine-reset.js';
+import { DEFAULT_MAX_STEPS, difference, walkTo, type RunReport } from './time-walk.js';
 
-/** What ran during an `advance` or `runDue`, in this instance. */
-export interface RunReport extends TypeCounts {
-  byType: Record<string, TypeCounts>;
-}
+export type { RunReport } from './time-walk.js';
 
 /** Tasks to look for: every field narrows. `runAt` matches the due time exactly. */
 export interface ScheduledFilter extends Omit<TaskFilter, 'state'> {
   runAt?: Date | number;
 }
 
-/** How `advance` and `advanceTo` treat recurring schedules. */
+/** How `advance` and `advanceTo` treat recurring schedules, and their cap. */
 export interface AdvanceOptions {
   /**
    * `true` (default): every occurrence in the span runs, one after another.
@@ -36,6 +32,12 @@ export interface AdvanceOptions {
    * catch-up policy at the next `advance` or `runDue` that includes them.
    */
   schedules?: boolean;
+  /**
+   * Instants the move may stop at (default 250): beyond them it throws,
+   * naming the schedules and task types that fired most, instead of running
+   * on past the test runner's timeout.
+   */
+  maxSteps?: number;
 }
 
 /** What a handler did when run by `perform`. */
@@ -92,46 +94,33 @@ export class DelayTester {
   }
 
   /**
-   * Moves time forward by `by` and runs everything that fell due; reports
-   * what ran. Recurring schedules are planned on the way, a window ahead of
-   * each occurrence as a running app plans them, so each occurrence in the
-   * span runs once (a jump does not count as downtime for catch-up).
-   * `{ schedules: false }` leaves them out: one-off tasks only.
+   * Moves time forward by `by`, walking the span in due order: the clock
+   * stops at each instant something falls due (a task, a retry, a snooze, an
+   * occurrence, a schedule's planning) and runs what is due there, so each
+   * handler sees its own due time as `executedAt`, and a retry or snooze that
+   * falls within the span runs in it. Reports what ran. `{ schedules: false }`
+   * leaves the schedules out: one-off tasks only. More than `maxSteps` stops
+   * (default 250) throw, naming what fired most.
    */
   advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
-    return this.advanceTo(this.clock.now() + parseDuration(by, 'advance'), options);
+    return this.walk(
+      this.clock.now() + parseDuration(by, 'advance'),
+      options,
+      `advance(${JSON.stringify(by)})`,
+    );
   }
 
-  /** Moves time to `at` (never backwards) and runs everything due by then, as `advance` does. */
-  async advanceTo(at: Date | number, options: AdvanceOptions = {}): Promise<RunReport> {
+  /** Moves time to `at` (never backwards), walking the span as `advance` does. */
+  advanceTo(at: Date | number, options: AdvanceOptions = {}): Promise<RunReport> {
     const target = typeof at === 'number' ? at : at.getTime();
-    if (options.schedules === false) return this.withoutSchedules(() => this.jumpTo(target));
-    const before = this.runtime.dispatcher.stats.snapshot();
-    const { windowMs } = this.runtime.ctx.options;
-    const { pool } = this.runtime.ctx.db;
-    // Stop at each moment something happens to a schedule (an occurrence
-    // falls due, or comes within the window and is planned), as time would
-    // pass in a running app: occurrences run one after another, not all at once.
-    let last: number | undefined;
-    for (;;) {
-      const next = await nextScheduleEvent(pool, new Date(this.clock.now()), windowMs);
-      // The same event again: settling it changed nothing (it cannot be planned), go on.
-      if (next === null || next > target || next === last) break;
-      last = next;
-      this.clock.set(Math.max(this.clock.now(), next));
-      await this.runtime.settle();
-    }
-    this.clock.set(target);
-    await this.runtime.settle();
-    return difference(this.runtime.dispatcher.stats.snapshot(), before);
+    return this.walk(target, options, `advanceTo(${new Date(target).toISOString()})`);
   }
 
-  /** One step to `target`: what a schedule would do on the way is not looked at. */
-  private async jumpTo(target: number): Promise<RunReport> {
-    const before = this.runtime.dispatcher.stats.snapshot();
-    this.clock.set(Math.max(this.clock.now(), target));
-    await this.runtime.settle();
-    return difference(this.runtime.dispatcher.stats.snapshot(), before);
+  private walk(target: number, options: AdvanceOptions, call: string): Promise<RunReport> {
+    const clock = this.clock;
+    const { maxSteps = DEFAULT_MAX_STEPS } = options;
+    const run = () => walkTo(this.runtime, clock, Math.max(clock.now(), target), maxSteps, call);
+    return options.schedules === false ? this.withoutSchedules(run) : run();
   }
 
   /**
@@ -286,23 +275,6 @@ export class DelayTester {
   crash(): Promise<void> {
     return this.runtime.stop({ keepLease: true });
   }
-}
-
-function difference(after: ExecutionCounts, before: ExecutionCounts): RunReport {
-  const sub = (a: TypeCounts, b: TypeCounts | undefined): TypeCounts => ({
-    executed: a.executed - (b?.executed ?? 0),
-    failed: a.failed - (b?.failed ?? 0),
-    deadLettered: a.deadLettered - (b?.deadLettered ?? 0),
-    snoozed: a.snoozed - (b?.snoozed ?? 0),
-    skipped: a.skipped - (b?.skipped ?? 0),
-  });
-  const byType: Record<string, TypeCounts> = {};
-  for (const [type, counts] of Object.entries(after.byType)) {
-    const delta = sub(counts, before.byType[type]);
-    if (delta.executed || delta.failed || delta.deadLettered || delta.snoozed || delta.skipped)
-      byType[type] = delta;
-  }
-  return { ...sub(after, before), byType };
 }
 
 function describe(filter: ScheduledFilter): string {

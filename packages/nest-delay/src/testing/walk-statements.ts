@@ -1,0 +1,46 @@
+import type { Sql } from '../store/sql.js';
+import { PENDING } from '../tasks/pending.js';
+
+/**
+ * The next instant after `now`, and no later than `until`, at which something
+ * happens to this instance's tasks: a pending task of a type it handles falls
+ * due (a one-off task, a retry, a snooze, a planned occurrence), or a running
+ * schedule's next occurrence comes within the window and is planned. Null
+ * when nothing happens in the span. An instant at or before `now` is not
+ * one: what is due and has not run (waiting for a limit, leased elsewhere)
+ * waits for its own timer, not for a step.
+ */
+export async function nextDueInstant(
+  sql: Sql,
+  now: Date,
+  until: Date,
+  windowMs: number,
+  types: readonly string[],
+): Promise<number | null> {
+  const [row] = await sql.rows<{ ms: number | null }>(
+    `SELECT (extract(epoch FROM least(
+       (SELECT min(due_at) FROM delayed_task
+        WHERE ${PENDING} AND due_at > $1 AND due_at <= $2 AND type = ANY($4::text[])),
+       (SELECT min(plan_at) FROM (
+          SELECT next_at - $3 * interval '1 millisecond' + interval '1 millisecond' AS plan_at
+          FROM delay_schedule WHERE NOT paused AND plan_retry_at IS NULL) s
+        WHERE plan_at > $1 AND plan_at <= $2)
+     )) * 1000)::float8 AS ms`,
+    [now, until, windowMs, types],
+  );
+  return row.ms;
+}
+
+/** The schedules whose occurrences fell due in [from, to], most first (at most three). */
+export function busiestSchedules(
+  sql: Sql,
+  from: Date,
+  to: Date,
+): Promise<Array<{ name: string; n: number }>> {
+  return sql.rows(
+    `SELECT schedule_name AS name, count(*)::int AS n FROM delayed_task
+     WHERE schedule_name IS NOT NULL AND due_at >= $1 AND due_at <= $2
+     GROUP BY schedule_name ORDER BY n DESC, name LIMIT 3`,
+    [from, to],
+  );
+}
