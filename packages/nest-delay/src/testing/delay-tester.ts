@@ -33,7 +33,7 @@ export interface AdvanceOptions {
    */
   schedules?: boolean;
   /**
-   * Instants the move may stop at (default 250): beyond them it throws,
+   * Instants the move may stop at (default 1,000): beyond them it throws,
    * naming the schedules and task types that fired most, instead of running
    * on past the test runner's timeout.
    */
@@ -100,7 +100,7 @@ export class DelayTester {
    * handler sees its own due time as `executedAt`, and a retry or snooze that
    * falls within the span runs in it. Reports what ran. `{ schedules: false }`
    * leaves the schedules out: one-off tasks only. More than `maxSteps` stops
-   * (default 250) throw, naming what fired most.
+   * (default 1,000) throw, naming what fired most.
    */
   advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
     return this.walk(

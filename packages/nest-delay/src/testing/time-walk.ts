@@ -5,11 +5,13 @@ import { busiestSchedules, nextDueInstant } from './walk-statements.js';
 import { runawayAdvance } from './tester.messages.js';
 
 /**
- * Instants an `advance` may stop at before it gives up (`maxSteps`). A stop
- * costs a few statements (about 17 ms against a local Postgres), so 250 end
- * within the 5 s that Vitest and Jest give a test by default.
+ * Instants an `advance` may stop at before it gives up (`maxSteps`): two a
+ * recurring occurrence (its planning and its run), so an app with a
+ * 10-minute schedule moves 48 hours (576 stops) under it, while a runaway
+ * (a 10-second schedule over hours) throws instead of running past the test
+ * runner's timeout. A stop costs a few statements (a few ms on a local Postgres).
  */
-export const DEFAULT_MAX_STEPS = 250;
+export const DEFAULT_MAX_STEPS = 1000;
 
 /** What ran during an `advance` or `runDue`, in this instance. */
 export interface RunReport extends TypeCounts {
