@@ -58,6 +58,7 @@ export class AppModule {
             lease: config.delayLeaseMs,
             retry: { maxAttempts: config.delayMaxAttempts },
             instanceId: config.delayInstanceId,
+            preparedStatements: config.delayPreparedStatements,
             // Metrics count directly; the bridge emits what someone listens to.
             // Neither on: no observer, and the engine builds no event at all.
             observer: combineObservers([

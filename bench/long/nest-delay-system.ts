@@ -47,6 +47,8 @@ export function createNestDelaySystem(settings: LongSystemSettings): LongSystem 
       }),
       DelayModule.forRoot({
         concurrency: settings.workers,
+        // For a same-run A/B of the option (bench/HISTORY.md); the default otherwise.
+        preparedStatements: process.env.BENCH_PREPARED_STATEMENTS !== 'false',
       }),
     ],
     providers: [LongHandlers],

@@ -18,6 +18,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/d' }).dbPoolSize).toBe(10);
   });
 
+  it('prepares the claim on a server, not on the embedded PGlite (one session for every connection)', () => {
+    const server = { DATABASE_URL: 'postgres://u@h:5432/d' };
+    expect(loadConfig({}).delayPreparedStatements).toBe(false);
+    expect(loadConfig(server).delayPreparedStatements).toBe(true);
+    expect(
+      loadConfig({ ...server, DELAY_PREPARED_STATEMENTS: 'false' }).delayPreparedStatements,
+    ).toBe(false);
+  });
+
   it('reads durations with units or as milliseconds', () => {
     const config = loadConfig({
       ORDER_PAYMENT_TIMEOUT: '1s',

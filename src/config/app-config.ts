@@ -24,6 +24,8 @@ export interface AppConfig {
   delayLeaseMs: number;
   delayMaxAttempts: number;
   delayInstanceId: string | undefined;
+  /** Off behind a pooler in transaction mode that does not carry prepared statements (PgBouncer before 1.21). */
+  delayPreparedStatements: boolean;
   /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
   adminToken: string | undefined;
   /** The customer notifications' provider: only `fake` ships (NOTIFICATION_PROVIDER, required in production). */
@@ -222,6 +224,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     delayLeaseMs: duration(env, 'DELAY_LEASE', '30s', 1_000),
     delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
     delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
+    // PGlite keeps one session for every connection: a statement prepared on it is there for the next.
+    delayPreparedStatements: boolean(env, 'DELAY_PREPARED_STATEMENTS', url !== undefined),
     adminToken: adminToken(env),
     trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),

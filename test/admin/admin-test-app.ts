@@ -7,7 +7,11 @@ import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import {
+  createTestDatabase,
+  preparedStatementsEnv,
+  type TestDatabase,
+} from '../support/test-database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
 export const TEST_TYPE = 'admin.test';
@@ -89,6 +93,7 @@ export async function createAdminTestApp(
   const config = loadConfig({
     DB_POOL_SIZE: String(db.poolSize),
     ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
+    ...preparedStatementsEnv,
     ...env,
   });
   const runs = new AdminTestRuns();

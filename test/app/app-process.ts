@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { preparedStatementsEnv } from '../support/test-database.js';
 import { createServer } from 'node:net';
 
 /** The compiled service in a child process, started the way `npm run start:prod` starts it. */
@@ -32,6 +33,7 @@ export async function startApp(
     env: {
       PATH: process.env.PATH ?? '',
       NO_COLOR: '1',
+      ...preparedStatementsEnv,
       ...env,
       PORT: String(port),
     },

@@ -140,6 +140,8 @@ export async function createDelayTestApp(
         }),
         DelayModule.forRoot({
           concurrency: db.isServer ? undefined : 1,
+          // PGlite keeps one session for every connection, as the example app knows (app-config.ts).
+          preparedStatements: db.isServer && process.env.DELAY_PREPARED_STATEMENTS !== 'false',
           ...options,
           ...(dataSourceName === undefined ? {} : { dataSource: dataSourceName }),
         }),

@@ -4,7 +4,7 @@ import { AppModule } from '../../src/app.module.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
-import type { TestDatabase } from './test-database.js';
+import { preparedStatementsEnv, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
   app: INestApplication;
@@ -26,6 +26,7 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const config = loadConfig({
     DB_POOL_SIZE: String(db.poolSize),
+    ...preparedStatementsEnv,
     ...env,
   });
   const moduleRef = await useManualClock(

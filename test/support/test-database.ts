@@ -20,6 +20,14 @@ export interface TestDatabase {
 }
 
 export const serverUrl = process.env.TEST_DATABASE_URL;
+/**
+ * What the apps under test get for DELAY_PREPARED_STATEMENTS: the pass
+ * through PgBouncer 1.18 (`npm run test:pgbouncer`) sets 'false', as the docs
+ * tell users of a pooler without prepared statements; otherwise the app's default.
+ */
+export const preparedStatementsEnv: Record<string, string> = process.env.DELAY_PREPARED_STATEMENTS
+  ? { DELAY_PREPARED_STATEMENTS: process.env.DELAY_PREPARED_STATEMENTS }
+  : {};
 /** Where databases are created, dropped and watched: the server, never a pooler in front of it. */
 export const adminUrl = process.env.TEST_ADMIN_DATABASE_URL ?? serverUrl;
 

@@ -74,7 +74,6 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
   const windowMs = durationOption(options.window, 'window', tickMs * slots);
   // Deprecated and without effect, but still checked: a typo'd value is a mistake worth naming.
   positiveInteger(options.handlersPerClaim, 'handlersPerClaim', 1);
-  booleanOption(options.preparedStatements, 'preparedStatements', false);
   if (windowMs < tickMs) {
     throw new TypeError(
       `DelayModule option window must be at least one tick (${tickMs} ms); got ${windowMs} ms`,
@@ -108,6 +107,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     pruneEveryMs: positiveDuration(options.retention?.interval, 'retention.interval', '1m'),
     observer: observerOption(options.observer),
     tracing: booleanOption(options.tracing, 'tracing', true),
+    preparedStatements: booleanOption(options.preparedStatements, 'preparedStatements', true),
   };
 }
 

@@ -7,7 +7,7 @@ import type { LimitGate } from '../limits/limit-gate.js';
 import type { LineClaim } from '../limits/gate-claims.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
-import { claimConnection, type ClaimConnection } from '../store/sql.js';
+import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { writeCharge } from '../tasks/fate-statements.js';
@@ -142,7 +142,13 @@ export class ClaimRunner {
       // the closed session has let go of it.
       if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
       if (host.stopped) return undefined;
-      // Nothing committed: every id is still pending in the database.
+      // Nothing committed: every id is still pending in the database. A
+      // pooler's answer to a prepared claim turned preparing off (reported
+      // once, by PreparedStatements): claimed again at once, unprepared.
+      if (isPoolerAnswer(error)) {
+        this.holdAll(ids, ctx.clock.now());
+        return undefined;
+      }
       ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );

@@ -98,6 +98,7 @@ export class LineClaims {
         line.paced,
         claim.handled,
       ],
+      'nest_delay_claim_line',
     );
     const result = readClaimed(rows, claim.now);
     if (result.refused) {

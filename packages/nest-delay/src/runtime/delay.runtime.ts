@@ -15,7 +15,7 @@ import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
 import { databaseNowMs } from '../lease/lease-statements.js';
-import { Database } from '../store/sql.js';
+import { Database, PreparedStatements } from '../store/sql.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
 import { BacklogDrainer } from '../lease/backlog-drainer.js';
 import type { DelayContext } from '../context/delay-context.js';
@@ -84,7 +84,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       options,
       concurrency: options.concurrency ?? Math.max(1, Math.min(10, Math.floor(poolSize / 2))),
       logger,
-      db: new Database(dataSource),
+      db: new Database(
+        dataSource,
+        new PreparedStatements(options.preparedStatements, (why) => logger.warn(why)),
+      ),
       policy: new WindowPolicy(options),
       observer: new ObserverCalls(options.observer, logger),
       afterCommit: new AfterCommit(dataSource),

@@ -10,13 +10,12 @@ import {
 } from './typeorm-seam.js';
 
 /**
- * The executor every statement goes through: one parameterised statement in,
- * its rows out, on a connection or inside a transaction. Never prepared by
- * name: a pooler in transaction mode hands each transaction any server
- * session, and a statement prepared on one is missing on the next.
+ * Runs one parameterised statement and returns its rows. A `name` asks for
+ * it prepared, where the connection can (a claim's; see PreparedStatements):
+ * one name, one text, always.
  */
 export interface Sql {
-  rows<T>(text: string, params: unknown[]): Promise<T[]>;
+  rows<T>(text: string, params: unknown[], name?: string): Promise<T[]>;
 }
 
 /**
@@ -29,7 +28,11 @@ export interface Sql {
  * and the pool is the DataSource's (`driver.master`).
  */
 export class Database {
-  constructor(readonly dataSource: DataSource) {}
+  constructor(
+    readonly dataSource: DataSource,
+    /** Off unless the runtime says otherwise (the module's options). */
+    readonly prepared = new PreparedStatements(false),
+  ) {}
 
   /**
    * Gives every connection of the pool an error listener of its own for its
@@ -77,6 +80,8 @@ export class Database {
 }
 
 const GUARDED = new WeakSet<object>();
+/** Statements a session has prepared by SQL PREPARE in a script (see ScriptStatements). */
+const PREPARED_IN_SESSION = new WeakMap<object, Set<string>>();
 
 /** The server ended the session: the next statement on the connection reports it. */
 function ignoreConnectionError(): void {}
@@ -92,10 +97,12 @@ export interface ScriptStatements {
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
-   * `text` (with $1, $2, … placeholders) as a statement of a script: the
-   * text with `values`, given as SQL, in place of its placeholders.
+   * `text` (with $1, $2, … placeholders) as a statement of a script, given
+   * its values as SQL: `EXECUTE name(values)` where the session can keep it
+   * prepared (`PREPARE name AS text` first, once per session), else the
+   * text with the values in place of its placeholders.
    */
-  statement(text: string, values: string[]): string;
+  statement(name: string, text: string, values: string[]): string;
 }
 
 /** Ids (digits only) checked before they are quoted into a script: nothing else can reach its text. */
@@ -207,9 +214,17 @@ function limits(backstopMs: number): string {
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
   const runner = database.dataSource.createQueryRunner();
   const client = await pgClientOf(runner);
+  const { prepared } = database;
   const literal = (value: string) => client.escapeLiteral(value);
   const script = async (text: string): Promise<PgResult[]> => {
-    const reply = await client.query(text, undefined);
+    let reply: PgResult | PgResult[];
+    try {
+      reply = await client.query(text, undefined);
+    } catch (error) {
+      // A script may EXECUTE what it prepared in an earlier one (ScriptStatements).
+      prepared.failed(error);
+      throw error;
+    }
     // pg answers a script of several statements with one result each.
     return Array.isArray(reply) ? reply : [reply];
   };
@@ -220,8 +235,16 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
   return {
     runner,
     sql: {
-      rows: async <T>(text: string, params: unknown[]) =>
-        ((await client.query(text, params)) as PgResult).rows as T[],
+      rows: async <T>(text: string, params: unknown[], name?: string) => {
+        if (name === undefined || !prepared.enabled)
+          return ((await client.query(text, params)) as PgResult).rows as T[];
+        try {
+          return ((await client.query({ name, text, values: params })) as PgResult).rows as T[];
+        } catch (error) {
+          prepared.failed(error);
+          throw error;
+        }
+      },
     },
     async begin(prelude, backstopMs, first) {
       await broadcast(runner, 'BeforeTransactionStart');
@@ -233,8 +256,18 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     },
     script: {
       literal,
-      statement(text, values) {
-        return text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
+      statement(name, text, values) {
+        const inPlace = () => text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
+        if (!prepared.enabled) return inPlace();
+        const execute = `EXECUTE ${name}(${values.join(', ')})`;
+        let names = PREPARED_IN_SESSION.get(client);
+        if (names?.has(name)) return execute;
+        // Counted as prepared before the script runs: a script that fails
+        // closes its connection (a claim's failure cuts it off), and the
+        // session with it. A PREPARE outlives a ROLLBACK.
+        if (!names) PREPARED_IN_SESSION.set(client, (names = new Set()));
+        names.add(name);
+        return `PREPARE ${name} AS ${text}; ${execute}`;
       },
     },
     async restart(backstopMs) {
@@ -295,4 +328,51 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       await runner.release().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Whether statements that carry a name go to Postgres prepared (parsed and
+ * planned once per server session, then only bound and run). A pooler in
+ * transaction mode hands each transaction any server session: one that
+ * does not carry prepared statements answers with SQLSTATE 26000 (no such
+ * prepared statement: prepared on another session) or 42P05 (already
+ * exists: prepared there by another client). The first such answer turns
+ * preparing off for good and is reported once; the statement that met it
+ * fails, and its caller retries at once (see isPoolerAnswer).
+ */
+export class PreparedStatements {
+  private off: string | null;
+
+  constructor(
+    enabled: boolean,
+    private readonly report: (why: string) => void = () => undefined,
+  ) {
+    this.off = enabled ? null : 'turned off';
+  }
+
+  get enabled(): boolean {
+    return this.off === null;
+  }
+
+  /** Looks at a failed prepared statement's error: a pooler's, and preparing stops. */
+  failed(error: unknown): void {
+    if (this.off !== null || !isPoolerAnswer(error)) return;
+    const { code } = error as { code: string };
+    this.off = `Postgres answered ${code}`;
+    this.report(
+      `Postgres answered a prepared statement with ${code} (${(error as Error).message}): ` +
+        'a pooler in transaction mode moves sessions between transactions. Statements are sent ' +
+        'unprepared from now on; set DelayModule option preparedStatements: false to start that way',
+    );
+  }
+}
+
+/**
+ * A prepared statement's failure that only says the session was not the one
+ * it was prepared on: nothing ran, and the same statement sent unprepared
+ * will do.
+ */
+export function isPoolerAnswer(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '42P05';
 }

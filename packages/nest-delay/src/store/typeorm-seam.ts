@@ -18,6 +18,8 @@ import type { DataSource, QueryRunner } from 'typeorm';
 /** What `pg` hands back: the rows of any statement, RETURNING included, and its command tag. */
 export interface PgClient {
   query(text: string, params: unknown[] | undefined): Promise<PgResult | PgResult[]>;
+  /** A named statement: parsed once on this connection, then bound and run. */
+  query(config: { name: string; text: string; values: unknown[] }): Promise<PgResult>;
   escapeLiteral(value: string): string;
   end(): Promise<void>;
   on(event: 'error', listener: (error: Error) => void): void;
