@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DelayValidationError } from './errors/delay-validation.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
-import { holdOnCommit, trackWrite } from './firing/write-tracking.js';
+import { followBulkWrite, followCancel, followWrite } from './firing/holds.js';
 import { dueAtOf, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTasks,
@@ -150,12 +150,7 @@ export class DelayService {
           this.policy,
         )
       : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
-    for (const row of rows) {
-      if (manager && this.policy.isRunning) {
-        this.wheel.holdNoLaterThan(row.id, row.due_at.getTime());
-        holdOnCommit(this.wheel, this.runtime.ctx.afterCommit, manager, row);
-      } else if (this.policy.holds(row.locked_by)) this.wheel.hold(row.id, row.due_at.getTime());
-    }
+    followBulkWrite(this.wheel, this.runtime.ctx, rows, manager);
     if (rows.length > 0 && this.observer.wants('onScheduled')) {
       const events = rows.map((row) => ({
         id: row.id,
@@ -189,9 +184,7 @@ export class DelayService {
       new Date(this.now()),
     );
     const cancelled = actedRow(checked, row, 'cancel');
-    // Inside a caller's transaction the cancel may roll back: leave the wheel
-    // alone, the claim will find the task cancelled (or not) when it fires.
-    if (!options.manager) this.wheel.drop(cancelled.id);
+    followCancel(this.wheel, cancelled.id, options.manager);
     if (this.observer.wants('onCancelled')) {
       const event = {
         id: cancelled.id,
@@ -248,9 +241,7 @@ export class DelayService {
       cancelEntity(),
       new Date(this.now()),
     );
-    // As cancel: in a caller's transaction the wheels are left alone, and a
-    // claim that fires one finds it cancelled (or not, if it rolled back).
-    if (!manager) for (const row of rows) this.wheel.drop(row.id);
+    for (const row of rows) followCancel(this.wheel, row.id, manager);
     if (rows.length > 0 && this.observer.wants('onCancelled')) {
       const events = rows.map((row) => ({
         id: row.id,
@@ -349,9 +340,9 @@ export class DelayService {
     return this.runtime.wheel;
   }
 
-  /** Keeps the wheel in step with a row just written (see trackWrite). */
+  /** Keeps the wheel in step with a row just written (firing/holds.ts). */
   private track(row: TaskRow, manager: EntityManager | undefined): void {
-    trackWrite(this.wheel, this.runtime.ctx.afterCommit, row, manager);
+    followWrite(this.wheel, this.runtime.ctx, row, manager);
   }
 
   private now(): number {

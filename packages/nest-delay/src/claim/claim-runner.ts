@@ -10,6 +10,7 @@ import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
 import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
+import { followFate } from '../firing/holds.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { recordAttemptAndBegin } from './attempt-statements.js';
 import { NoteIds } from './attempt-notes.js';
@@ -204,11 +205,9 @@ export class ClaimRunner {
     for (const id of ids) this.wheel.hold(id, dueAtMs);
   }
 
-  /** The wheel follows a fate: a task pending again is held here if leased here. */
+  /** The wheel follows a fate (firing/holds.ts). */
   private follow(fate: Fate): void {
-    if (fate.transition === 'retry' || fate.transition === 'snooze')
-      this.wheel.followLease(fate.row.id, fate.dueAtMs, fate.lockedBy);
-    else if (fate.transition !== 'complete') this.wheel.drop(fate.row.id);
+    followFate(this.wheel, this.ctx, fate);
   }
 
   /**
@@ -274,6 +273,4 @@ export class ClaimRunner {
       this.wheel.hold(row.id, dueAtMs);
     }
   }
-
-
 }

@@ -6,7 +6,6 @@ import {
   type WheelCensus,
 } from '../wheel/index.js';
 import type { TaskId } from '../task.types.js';
-import { stateOf, type TaskRow } from '../tasks/task-row.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { TickDriver } from './tick-driver.js';
 import { errorText } from '../delay.messages.js';
@@ -59,11 +58,6 @@ export class TaskWheel implements LifecycleService {
     return this.wheel.size + this.queue.size;
   }
 
-  /** Whether this instance runs tasks of `type` (see WindowPolicy.handles). */
-  handles(type: string): boolean {
-    return this.ctx.policy.handles(type);
-  }
-
   has(id: TaskId): boolean {
     const key = keyOf(id);
     return this.wheel.has(key) || this.queue.has(key);
@@ -93,10 +87,7 @@ export class TaskWheel implements LifecycleService {
     if (this.started) this.driver.poke(dueAtMs);
   }
 
-  /**
-   * Like hold, but never later than it already is: for a write in a caller's
-   * transaction, which may still roll back (the claim then finds nothing to do).
-   */
+  /** Like hold, but never later than it already is (firing/holds.ts says when). */
   holdNoLaterThan(id: TaskId, dueAtMs: number): void {
     const key = keyOf(id);
     const current = this.wheel.get(key) ?? this.queue.get(key);
@@ -108,45 +99,6 @@ export class TaskWheel implements LifecycleService {
   drop(id: TaskId): void {
     const key = keyOf(id);
     if (!this.wheel.cancel(key)) this.queue.cancel(key);
-  }
-
-  /** A task this instance wrote pending again (a fate, a charge): held if leased here, else let go. */
-  followLease(id: TaskId, dueAtMs: number, lockedBy: string | null): void {
-    if (this.ctx.policy.holds(lockedBy)) this.hold(id, dueAtMs);
-    else this.drop(id);
-  }
-
-  /**
-   * Keeps the wheel in step with a row DelayService just wrote or found:
-   * held if leased here, let go if leased elsewhere. An unleased row keeps
-   * whatever hold it has (a task written in a caller's transaction is held
-   * without a lease), moved to its due time. A type with no handler here is
-   * never held.
-   */
-  track(row: TaskRow, inCallerTransaction: boolean): void {
-    if (stateOf(row) !== 'pending') return;
-    const { policy, clock } = this.ctx;
-    // Another instance's to run (see WindowPolicy.handles).
-    if (!policy.handles(row.type)) return this.drop(row.id);
-    const dueAtMs = row.due_at.getTime();
-    if (inCallerTransaction) {
-      // Unleased until it commits; fire early if due soon, the claim sorts it out.
-      if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
-        this.holdNoLaterThan(row.id, dueAtMs);
-    } else if (policy.holds(row.locked_by)) this.hold(row.id, dueAtMs);
-    else if (row.locked_by !== null) this.drop(row.id);
-    else if (this.has(row.id)) this.hold(row.id, dueAtMs);
-  }
-
-  /**
-   * A write in a caller's transaction has committed (AfterCommit): held
-   * again at its due time. Its early hold (track) may have fired before the
-   * commit, when its claim could not see the row, and been let go.
-   */
-  committed(id: TaskId, dueAtMs: number): void {
-    const { policy, clock } = this.ctx;
-    if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
-      this.holdNoLaterThan(id, dueAtMs);
   }
 
   /** A picture of the ring, in regions of `regionSlots` slots (see wheelCensus); the due queue's tick aside. */

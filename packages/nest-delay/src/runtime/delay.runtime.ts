@@ -114,7 +114,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     this.ctx.policy.setHandledTypes(this.registry.types());
     this.ctx.policy.setRunning(true);
     // Callers' commits: an observer hears of their writes then, and a task
-    // they scheduled due at once is held again then (DelayService.holdOnCommit).
+    // they scheduled due at once is held again then (firing/holds.ts).
     // One WeakMap look-up per transaction of the DataSource.
     this.ctx.afterCommit.attach();
     this.state = 'running';
