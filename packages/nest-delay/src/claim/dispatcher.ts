@@ -124,6 +124,15 @@ export class Dispatcher implements LifecycleService, ClaimHost {
    * transactions back: exactly what a crash would do, so those tasks stay
    * pending and run elsewhere once this instance's lease expires.
    */
+  /**
+   * Forgets the tasks queued and those waiting in the gate: DelayTester.reset
+   * deleted them. A claim in flight ends as it would (it finds its tasks gone).
+   */
+  forgetWaiting(): Promise<void> {
+    this.queue.clear();
+    return this.gate.forget();
+  }
+
   async stop(): Promise<void> {
     this._stopped = true;
     this.queue.clear();

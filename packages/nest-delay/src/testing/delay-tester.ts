@@ -139,12 +139,16 @@ export class DelayTester {
   }
 
   /**
-   * Starts a test from a clean engine: deletes every task (one-off and
-   * planned occurrences), attempt note and schedule in the module's tables on
-   * its database, and what this instance holds in memory, then writes the
-   * app's @RecurringTask schedules again, their first occurrence after the
-   * clock's now. Schedules added at run time are gone; limits set at run
-   * time stay (DelayLimits.reset).
+   * Starts a test from a clean engine, with nothing of an earlier test or an
+   * earlier run on the same database: deletes every task (one-off and
+   * planned occurrences), entity timeline, attempt note, schedule and rate
+   * limit's ledger in the module's tables, the limits and pauses of types
+   * set at run time (DelayLimits), the rows of other instances, and what
+   * this instance holds in memory; then writes the app's @RecurringTask
+   * schedules again, running, their first occurrence after the clock's now.
+   * What the code declares stays: handlers, their limits, schedules.
+   * The clock is left where it is: a test after another starts at the time
+   * the last one reached (read `clock.now()`, or move it with `advanceTo`).
    * For a test's own database only: it refuses unless the app runs on a
    * ManualClock (useManualClock), and is meant for a beforeEach, when
    * nothing runs.
