@@ -27,8 +27,7 @@ export interface TaskCounts {
  */
 export class TaskCountsCache {
   private latest:
-    | { cap: number; atMs: number; emptied: number; counts: Promise<TaskCounts> }
-    | undefined;
+    { cap: number; atMs: number; emptied: number; counts: Promise<TaskCounts> } | undefined;
 
   constructor(
     private readonly sql: () => Sql,
