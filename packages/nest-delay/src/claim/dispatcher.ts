@@ -119,12 +119,6 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   }
 
   /**
-   * Stops taking work and waits (up to shutdownTimeout) for the claims in
-   * flight. Past that their connections are destroyed, which rolls their
-   * transactions back: exactly what a crash would do, so those tasks stay
-   * pending and run elsewhere once this instance's lease expires.
-   */
-  /**
    * Forgets the tasks queued and those waiting in the gate: DelayTester.reset
    * deleted them. A claim in flight ends as it would (it finds its tasks gone).
    */
@@ -133,6 +127,12 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     return this.gate.forget();
   }
 
+  /**
+   * Stops taking work and waits (up to shutdownTimeout) for the claims in
+   * flight. Past that their connections are destroyed, which rolls their
+   * transactions back: exactly what a crash would do, so those tasks stay
+   * pending and run elsewhere once this instance's lease expires.
+   */
   async stop(): Promise<void> {
     this._stopped = true;
     this.queue.clear();
