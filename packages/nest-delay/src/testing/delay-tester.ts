@@ -34,8 +34,9 @@ export interface AdvanceOptions {
   schedules?: boolean;
   /**
    * Instants the move may stop at (default 1,000): beyond them it throws,
-   * naming the schedules and task types that fired most, instead of running
-   * on past the test runner's timeout.
+   * naming what stepped the clock most (a schedule, a task type that keeps
+   * falling due again, tasks that waited for a limit) and what to do about
+   * it, instead of running on past the test runner's timeout.
    */
   maxSteps?: number;
 }
@@ -100,7 +101,7 @@ export class DelayTester {
    * handler sees its own due time as `executedAt`, and a retry or snooze that
    * falls within the span runs in it. Reports what ran. `{ schedules: false }`
    * leaves the schedules out: one-off tasks only. More than `maxSteps` stops
-   * (default 1,000) throw, naming what fired most.
+   * (default 1,000) throw, naming what fired most and what to do about it.
    */
   advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
     return this.walk(
