@@ -130,7 +130,8 @@ describe('DelayTester.advance guards against a runaway span', () => {
     await t.tester.reset();
     const report = await t.tester.advance('10m', { maxSteps: 130 });
     expect(report.byType['walk.every-10s']?.executed).toBe(60);
-  });
+    // 1,130 stops: about 10 s alone, past Jest's 60 s on a machine loaded by other suites.
+  }, 180_000);
 
   it('names the task type that keeps falling due again when no schedule fired, with what its runs did', async () => {
     await t.delay.schedule({ type: 'walk.snoozes', delay: '1s' });
