@@ -1,5 +1,12 @@
 import { Injectable, Module } from '@nestjs/common';
-import { DelaySchedules, DelayedTaskHandler, RecurringTask, type TaskContext } from 'nest-delay';
+import {
+  DelayLimits,
+  DelaySchedules,
+  DelayedTaskHandler,
+  RecurringTask,
+  TaskOutcome,
+  type TaskContext,
+} from 'nest-delay';
 import { MINUTE, SECOND, useDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
 // Issue 44: advance walks its span in due order (a retry within the span runs
@@ -25,6 +32,12 @@ class WalkHandlers {
   doomed(_payload: unknown, { task, attempt }: TaskContext) {
     runs.push({ id: task.id, attempt, at: task.executedAt!.getTime() });
     throw new Error(`walk.doomed attempt ${attempt} failed`);
+  }
+
+  /** Due again a second after each run, for ever. */
+  @DelayedTaskHandler('walk.snoozes')
+  snoozes() {
+    return TaskOutcome.snooze('1s');
   }
 
   /** Paused by every test but the runaway one. */
@@ -103,7 +116,7 @@ describe('DelayTester.advance guards against a runaway span', () => {
     const error = await t.tester.advance('30m', { maxSteps: 20 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(
-      /^DelayTester\.advance\("30m"\) stopped after 20 steps \(maxSteps\) at .*What fired most: schedule walk\.every-10s \(\d+ occurrences\); type walk\.every-10s \(10 runs\)\. .*\{ schedules: false \}.*\{ maxSteps \}/,
+      /^DelayTester\.advance\("30m"\) stopped after 20 steps \(maxSteps\) at .*What fired most: schedule walk\.every-10s \(\d+ occurrences\); type walk\.every-10s \(10 runs: 10 executed\)\. .*\{ schedules: false \}.*DelaySchedules\.pause\('walk\.every-10s'\).*\{ maxSteps \}/,
     );
     expect(t.moduleRef.get(WalkHandlers).every10sRuns - before).toBe(10);
     expect(t.clock.now()).toBe(start + 100 * SECOND);
@@ -117,6 +130,27 @@ describe('DelayTester.advance guards against a runaway span', () => {
     await t.tester.reset();
     const report = await t.tester.advance('10m', { maxSteps: 130 });
     expect(report.byType['walk.every-10s']?.executed).toBe(60);
+    // 1,130 stops: about 10 s alone, past Jest's 60 s on a machine loaded by other suites.
+  }, 180_000);
+
+  it('names the task type that keeps falling due again when no schedule fired, with what its runs did', async () => {
+    await t.delay.schedule({ type: 'walk.snoozes', delay: '1s' });
+    const error = await t.tester.advance('1h', { maxSteps: 30 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    const message = (error as Error).message;
+    expect(message).toMatch(
+      /What fired most: type walk\.snoozes \(30 runs: 30 snoozed\)\. Each run that makes the task due again within the span \(a snooze, .*\{ maxSteps \}/,
+    );
+    expect(message).not.toMatch(/What fired most: schedule|schedules: false|DelaySchedules/);
+  });
+
+  it('names the type whose tasks fell due and waited when nothing ran', async () => {
+    await t.moduleRef.get(DelayLimits).pause('test.effect');
+    for (const delay of ['1s', '2s', '3s', '4s', '5s'])
+      await t.delay.schedule({ type: 'test.effect', delay });
+    await expect(t.tester.advance('1m', { maxSteps: 3 })).rejects.toThrow(
+      /stopped after 3 steps .*Nothing ran: tasks fell due and waited, of type test\.effect \(3\), each a step .*DelayLimits\.resume/,
+    );
   });
 
   it('refuses a cap that is not a positive integer, naming it', async () => {

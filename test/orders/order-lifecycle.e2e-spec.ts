@@ -113,7 +113,9 @@ describe('auto-review', () => {
       },
     ]);
     expect(await api.tasks(`order:${id}:auto-review`)).toMatchObject([{ state: 'executed' }]);
-  });
+    // Four days walked in due order: about 1,150 stops of the app's 10-minute schedule, some
+    // 25 s alone on a loaded machine, past Jest's 60 s beside other files.
+  }, 240_000);
 
   it("keeps the user's review and cancels the auto-review task", async () => {
     const { id } = await api.createOrder();

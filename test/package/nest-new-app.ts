@@ -1,12 +1,15 @@
 // The app `npx @nestjs/cli@12.0.8 new demo --package-manager npm` scaffolds
-// (2026-11-25): its package.json, tsconfig files, Vitest config and sources,
-// as written. The nest-new consumer test adds the package README's files on
-// top, as a stranger following it would.
+// (2026-11-25; @nestjs/schematics 12.0.6, its ts-esm template): its
+// package.json, tsconfig files, its two Vitest configs (unit: `*.spec.ts`;
+// e2e: `*.e2e-spec.ts`), its unit and e2e tests and its sources, as written.
+// The nest-new consumer test adds the package README's files on top, as a
+// stranger following it would.
 //
 // Left out of its devDependencies, to keep the install short: the CLI and
 // schematics (`nest build` is replaced by the scaffold's own tsc config),
-// oxlint, coverage, supertest, prettier, source-map-support and @nestjs/mau.
-// What stays is what the README's steps touch: Nest, Vitest, TypeScript 6.
+// oxlint, coverage, prettier, source-map-support and @nestjs/mau. What stays
+// is what the README's steps and the scaffold's tests touch: Nest, Vitest,
+// TypeScript 6, supertest.
 
 /** Its dependencies, taken at the repo's locked versions (offline from npm's cache). */
 export const NEST_NEW_DEPS = [
@@ -16,7 +19,12 @@ export const NEST_NEW_DEPS = [
   'reflect-metadata',
   'rxjs',
 ];
-export const NEST_NEW_DEV_DEPS_LOCKED = ['@nestjs/testing', '@types/express'];
+export const NEST_NEW_DEV_DEPS_LOCKED = [
+  '@nestjs/testing',
+  '@types/express',
+  'supertest',
+  '@types/supertest',
+];
 
 /**
  * The versions the scaffold's caret ranges resolved to on 2026-11-25, which
@@ -34,6 +42,7 @@ export const NEST_NEW_SCRIPTS = {
   build: 'tsc -p tsconfig.build.json',
   'start:prod': 'node dist/main',
   test: 'vitest run',
+  'test:e2e': 'vitest run --config ./vitest.config.e2e.ts',
 };
 
 export const NEST_NEW_FILES: Record<string, string> = {
@@ -82,6 +91,48 @@ export default defineConfig({
     root: './',
     include: ['**/*.spec.ts'],
   },
+});
+`,
+  'vitest.config.e2e.ts': `import { defineConfig } from 'vitest/config';
+import tsconfigPaths from 'vite-tsconfig-paths';
+
+export default defineConfig({
+  plugins: [tsconfigPaths()],
+  test: {
+    globals: true,
+    root: './',
+    include: ['**/*.e2e-spec.ts'],
+  },
+});
+`,
+  'test/app.e2e-spec.ts': `import { Test, TestingModule } from '@nestjs/testing';
+import { INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { App } from 'supertest/types.js';
+import { AppModule } from './../src/app.module.js';
+
+describe('AppController (e2e)', () => {
+  let app: INestApplication<App>;
+
+  beforeEach(async () => {
+    const moduleFixture: TestingModule = await Test.createTestingModule({
+      imports: [AppModule],
+    }).compile();
+
+    app = moduleFixture.createNestApplication();
+    await app.init();
+  });
+
+  it('/ (GET)', () => {
+    return request(app.getHttpServer())
+      .get('/')
+      .expect(200)
+      .expect('Hello World!');
+  });
+
+  afterEach(async () => {
+    await app.close();
+  });
 });
 `,
   'src/main.ts': `import { NestFactory } from '@nestjs/core';

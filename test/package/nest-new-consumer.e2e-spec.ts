@@ -27,21 +27,36 @@ import {
 // TypeScript 6, then the package README's Installing, Getting started and
 // Tracing followed to the letter: its install lines, the files it shows, its
 // commands. Nothing else from this repository reaches the app but the tarball.
+// The scaffold's two Vitest configs stay apart: `npm test` runs the unit
+// tests with no database, `npm run test:e2e` the ones that boot the app
+// (the README's, the docs' tracing and dead-letter tests, the scaffold's own),
+// twice on one database, as a developer runs them again.
 
 const TIMEOUT = 300_000;
 const readme = readFileSync(join(pkgDir, 'README.md'), 'utf8');
 const tracingDoc = readFileSync(join(pkgDir, 'docs/tracing.md'), 'utf8');
+const testingDoc = readFileSync(join(pkgDir, 'docs/testing.md'), 'utf8');
 const pkgVersion: string = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')).version;
 /** The README's step 4, what main.ts must import first for tracing. */
 const TRACING_IMPORT = "import './tracing.js';";
 
 afterAll(cleanUp);
 
-/** The README's files on top of the scaffold's; the tracing test from docs/tracing.md. */
+/** The e2e tests the docs show for the README's app. */
+const DOC_TESTS: Array<[doc: string, file: string]> = [
+  [tracingDoc, 'test/tracing.e2e-spec.ts'],
+  [testingDoc, 'test/dead-letter.e2e-spec.ts'],
+];
+
+/** The README's files on top of the scaffold's; the docs' e2e tests. */
 function appFiles(): Map<string, string> {
   const files = new Map(Object.entries(NEST_NEW_FILES));
   for (const [file, text] of captionedFiles(readme)) files.set(file, text);
-  files.set('test/tracing.spec.ts', captionedFiles(tracingDoc).get('test/tracing.spec.ts')!);
+  for (const [doc, file] of DOC_TESTS) {
+    const text = captionedFiles(doc).get(file);
+    if (!text) throw new Error(`the docs no longer show ${file}`);
+    files.set(file, text);
+  }
   // "import it first in main.ts", as the README's Tracing says.
   files.set('src/main.ts', `${TRACING_IMPORT}\n${files.get('src/main.ts')}`);
   return files;
@@ -101,6 +116,12 @@ async function postOnceListening(url: string, running: () => boolean): Promise<R
   }
 }
 
+/** Vitest's report: the test files it passed, and its "Tests" line. */
+function summaryOf(step: Step): { files: string[]; summary: string } {
+  const files = [...step.output.matchAll(/^\s*✓ (\S+\.ts) /gm)].map(([, file]) => file).sort();
+  return { files, summary: /Tests\s+(\d+ passed \(\d+\))/.exec(step.output)?.[1] ?? step.detail };
+}
+
 const TYPED_TASKS_CHECK = `import { DelayedTaskHandler, DelayService, defineTask } from 'nest-delay';
 
 export const CloseUnpaid = defineTask<{ orderId: string }>('order.close-unpaid');
@@ -130,7 +151,8 @@ export const WithDate = defineTask<{ at: Date }>('with.date');
 describeWithServer('a `nest new` app (Vitest) following the package README', () => {
   let db: Awaited<ReturnType<typeof serverDatabase>>;
   let appDir: string;
-  const steps: Partial<Record<'install' | 'tsc' | 'test' | 'build', Step>> = {};
+  const steps: Partial<Record<'install' | 'tsc' | 'unit' | 'e2e' | 'e2eAgain' | 'build', Step>> =
+    {};
   let app: Awaited<ReturnType<typeof runApp>> | undefined;
 
   beforeAll(async () => {
@@ -180,13 +202,13 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
       timeout: 90_000,
     });
     // As the README runs them, in a bare environment; npm needs only PATH and HOME.
-    const env = {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      NO_COLOR: '1',
-      DATABASE_URL: db.url,
-    };
-    steps.test = run('npm test', 'npm', ['test'], { cwd: appDir, env, timeout: 120_000 });
+    const bare = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NO_COLOR: '1' };
+    const env = { ...bare, DATABASE_URL: db.url };
+    steps.unit = run('npm test', 'npm', ['test'], { cwd: appDir, env: bare, timeout: 120_000 });
+    const e2e = () =>
+      run('npm run test:e2e', 'npm', ['run', 'test:e2e'], { cwd: appDir, env, timeout: 120_000 });
+    steps.e2e = e2e();
+    steps.e2eAgain = e2e();
     steps.build = run('npm run build', 'npm', ['run', 'build'], {
       cwd: appDir,
       env: npmEnv,
@@ -212,14 +234,27 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
     expectOk(steps.tsc, 'tsc --noEmit');
   });
 
-  it("passes the README's Vitest test, the tracing test and the scaffold's own", () => {
-    expectOk(steps.test, 'npm test');
-    const summary = /Tests\s+(\d+ passed.*)/.exec(steps.test.output)?.[1] ?? '';
-    expect({ summary, files: /Test Files\s+3 passed/.test(steps.test.output) }).toEqual({
-      summary: expect.stringMatching(/^3 passed/),
-      files: true,
+  it("runs the scaffold's unit test with `npm test` and no DATABASE_URL: the README leaves its config as it was", () => {
+    expect(captionedFiles(readme).has('vitest.config.ts')).toBe(false);
+    expectOk(steps.unit, 'npm test');
+    expect(summaryOf(steps.unit)).toEqual({
+      files: ['src/app.controller.spec.ts'],
+      summary: '1 passed (1)',
     });
-    expect(steps.test.output).toMatch(/test\/tracing\.spec\.ts/);
+  });
+
+  it("passes the README's e2e test, the docs' (a task dead-lettered in one advance) and the scaffold's, twice on one database", () => {
+    const files = [
+      'test/app.e2e-spec.ts',
+      'test/dead-letter.e2e-spec.ts',
+      'test/orders.e2e-spec.ts',
+      'test/tracing.e2e-spec.ts',
+    ];
+    expectOk(steps.e2e, 'npm run test:e2e');
+    expect(summaryOf(steps.e2e)).toEqual({ files, summary: '4 passed (4)' });
+    // Again on the same database: reset() leaves nothing of the first run (its timelines too).
+    expectOk(steps.e2eAgain, 'npm run test:e2e, again');
+    expect(summaryOf(steps.e2eAgain)).toEqual({ files, summary: '4 passed (4)' });
   });
 
   it('runs: a task fires in the app against Postgres, a bad duration is a 400, SIGTERM stops it cleanly', async () => {

@@ -51,7 +51,11 @@ export class DelayAdmin {
     private readonly runtime: DelayRuntime,
     private readonly delay: DelayService,
   ) {
-    this.countsCache = new TaskCountsCache(() => this.runtime.ctx.db.pool, runtime.ctx.clock);
+    this.countsCache = new TaskCountsCache(
+      () => this.runtime.ctx.db.pool,
+      runtime.ctx.clock,
+      () => this.runtime.tablesEmptied,
+    );
   }
 
   /** Tasks matching `filter` in (due time, id) order, `limit` (default 50) a page. */

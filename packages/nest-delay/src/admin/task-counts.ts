@@ -26,19 +26,29 @@ export interface TaskCounts {
  * and callers arriving while it runs wait for the same one.
  */
 export class TaskCountsCache {
-  private latest: { cap: number; atMs: number; counts: Promise<TaskCounts> } | undefined;
+  private latest:
+    { cap: number; atMs: number; emptied: number; counts: Promise<TaskCounts> } | undefined;
 
   constructor(
     private readonly sql: () => Sql,
     private readonly clock: Clock,
+    /** Changes when the tables were emptied (DelayTester.reset): the counts are computed again. */
+    private readonly emptied: () => number = () => 0,
   ) {}
 
   get(cap: number, maxAgeMs: number): Promise<TaskCounts> {
     const nowMs = this.clock.now();
+    const emptied = this.emptied();
     const latest = this.latest;
-    if (latest && latest.cap === cap && nowMs - latest.atMs < maxAgeMs) return latest.counts;
+    if (
+      latest &&
+      latest.cap === cap &&
+      latest.emptied === emptied &&
+      nowMs - latest.atMs < maxAgeMs
+    )
+      return latest.counts;
     const counts = this.compute(cap, nowMs);
-    this.latest = { cap, atMs: nowMs, counts };
+    this.latest = { cap, atMs: nowMs, emptied, counts };
     // A failed count is not cached: the next caller tries again.
     counts.catch(() => {
       if (this.latest?.counts === counts) this.latest = undefined;

@@ -119,6 +119,15 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   }
 
   /**
+   * Forgets the tasks queued and those waiting in the gate: DelayTester.reset
+   * deleted them. A claim in flight ends as it would (it finds its tasks gone).
+   */
+  forgetWaiting(): Promise<void> {
+    this.queue.clear();
+    return this.gate.forget();
+  }
+
+  /**
    * Stops taking work and waits (up to shutdownTimeout) for the claims in
    * flight. Past that their connections are destroyed, which rolls their
    * transactions back: exactly what a crash would do, so those tasks stay

@@ -109,6 +109,19 @@ export class LimitGate implements LifecycleService {
     this.shed.clear();
   }
 
+  /**
+   * Forgets every task waiting here and reads the limits again: for
+   * DelayTester.reset, which deleted those tasks and the run-time limits.
+   */
+  async forget(): Promise<void> {
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.timerAtMs = Infinity;
+    this.lines.clear();
+    this.shed.clear();
+    await this.readBook(true);
+  }
+
   /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
   accounts(id: TaskId, type: string): boolean {
     return this.lines.has(id) || this.shed.has(type);

@@ -60,6 +60,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly lease: InstanceLease;
   readonly pruner: Pruner;
   readonly planner: SchedulePlanner;
+  /** Times DelayTester.reset emptied the tables: what caches their contents reads them again. */
+  tablesEmptied = 0;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private hooksCheck: NodeJS.Timeout | undefined;
 

@@ -34,8 +34,9 @@ export interface AdvanceOptions {
   schedules?: boolean;
   /**
    * Instants the move may stop at (default 1,000): beyond them it throws,
-   * naming the schedules and task types that fired most, instead of running
-   * on past the test runner's timeout.
+   * naming what stepped the clock most (a schedule, a task type that keeps
+   * falling due again, tasks that waited for a limit) and what to do about
+   * it, instead of running on past the test runner's timeout.
    */
   maxSteps?: number;
 }
@@ -100,7 +101,7 @@ export class DelayTester {
    * handler sees its own due time as `executedAt`, and a retry or snooze that
    * falls within the span runs in it. Reports what ran. `{ schedules: false }`
    * leaves the schedules out: one-off tasks only. More than `maxSteps` stops
-   * (default 1,000) throw, naming what fired most.
+   * (default 1,000) throw, naming what fired most and what to do about it.
    */
   advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
     return this.walk(
@@ -139,12 +140,16 @@ export class DelayTester {
   }
 
   /**
-   * Starts a test from a clean engine: deletes every task (one-off and
-   * planned occurrences), attempt note and schedule in the module's tables on
-   * its database, and what this instance holds in memory, then writes the
-   * app's @RecurringTask schedules again, their first occurrence after the
-   * clock's now. Schedules added at run time are gone; limits set at run
-   * time stay (DelayLimits.reset).
+   * Starts a test from a clean engine, with nothing of an earlier test or an
+   * earlier run on the same database: deletes every task (one-off and
+   * planned occurrences), entity timeline, attempt note, schedule and rate
+   * limit's ledger in the module's tables, the limits and pauses of types
+   * set at run time (DelayLimits), the rows of other instances, and what
+   * this instance holds in memory; then writes the app's @RecurringTask
+   * schedules again, running, their first occurrence after the clock's now.
+   * What the code declares stays: handlers, their limits, schedules.
+   * The clock is left where it is: a test after another starts at the time
+   * the last one reached (read `clock.now()`, or move it with `advanceTo`).
    * For a test's own database only: it refuses unless the app runs on a
    * ManualClock (useManualClock), and is meant for a beforeEach, when
    * nothing runs.

@@ -1,7 +1,7 @@
 import type { DelayRuntime } from '../runtime/delay.runtime.js';
 import type { ExecutionCounts, TypeCounts } from '../claim/claim-outcomes.js';
 import type { ManualClock } from './manual-clock.js';
-import { busiestSchedules, nextDueInstant } from './walk-statements.js';
+import { busiestSchedules, nextDueInstant, waitingTypes } from './walk-statements.js';
 import { runawayAdvance } from './tester.messages.js';
 
 /**
@@ -54,8 +54,14 @@ export async function walkTo(
     if (found === null) break;
     if (steps === maxSteps) {
       const ran = difference(runtime.dispatcher.stats.snapshot(), before);
-      const schedules = await busiestSchedules(pool, new Date(start), new Date(now));
-      throw new Error(runawayAdvance({ call, maxSteps, start, now, target, ran, schedules }));
+      const span = [pool, new Date(start), new Date(now)] as const;
+      const [schedules, waiting] = await Promise.all([
+        busiestSchedules(...span),
+        waitingTypes(...span),
+      ]);
+      throw new Error(
+        runawayAdvance({ call, maxSteps, start, now, target, ran, schedules, waiting }),
+      );
     }
     // A due time written by SQL may carry microseconds: never stop before it.
     clock.set(Math.max(now, Math.ceil(found)));

@@ -44,3 +44,17 @@ export function busiestSchedules(
     [from, to],
   );
 }
+
+/** The types whose tasks fell due in [from, to] and are still pending (waiting), most first (at most three). */
+export function waitingTypes(
+  sql: Sql,
+  from: Date,
+  to: Date,
+): Promise<Array<{ type: string; n: number }>> {
+  return sql.rows(
+    `SELECT type, count(*)::int AS n FROM delayed_task
+     WHERE ${PENDING} AND due_at >= $1 AND due_at <= $2
+     GROUP BY type ORDER BY n DESC, type LIMIT 3`,
+    [from, to],
+  );
+}
