@@ -56,7 +56,8 @@ export function findPreviousRelease(): { commit?: string; missing?: string } {
  * the next run while its `.built` mark is there. The tree comes from `git
  * archive`, so nothing is registered in this clone (no worktree to prune if
  * a run dies). Its node_modules links to ours when both package-lock.json
- * files are identical, workspace packages to the release's own; else `npm ci`.
+ * files install the same packages (the workspace's own versions aside),
+ * workspace packages to the release's own; else `npm ci`.
  */
 export async function buildPreviousRelease(commit: string): Promise<string> {
   const dir = join(tmpdir(), `nest-delay-release-${commit.slice(0, 12)}`);
@@ -66,8 +67,7 @@ export async function buildPreviousRelease(commit: string): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const sh = promisify(execFile);
   await sh('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'sh', commit, dir], { cwd: ROOT });
-  const lock = readFileSync(join(ROOT, 'package-lock.json'), 'utf8');
-  if (readFileSync(join(dir, 'package-lock.json'), 'utf8') === lock) {
+  if (sameInstalledPackages(join(ROOT, 'package-lock.json'), join(dir, 'package-lock.json'))) {
     linkNodeModules(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   } else {
     await sh('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, timeout: 600_000 });
@@ -75,6 +75,21 @@ export async function buildPreviousRelease(commit: string): Promise<string> {
   await sh('npm', ['run', 'build'], { cwd: dir, timeout: 600_000 });
   writeFileSync(built, `${commit}\n`);
   return dir;
+}
+
+/** Every installed entry of the two lockfiles alike, but the workspace links and the root's own. */
+function sameInstalledPackages(ours: string, theirs: string): boolean {
+  const installed = (file: string) => {
+    const { packages = {} } = JSON.parse(readFileSync(file, 'utf8')) as {
+      packages?: Record<string, { link?: boolean }>;
+    };
+    return JSON.stringify(
+      Object.entries(packages).filter(
+        ([path, entry]) => path.startsWith('node_modules/') && !entry.link,
+      ),
+    );
+  };
+  return installed(ours) === installed(theirs);
 }
 
 /**
