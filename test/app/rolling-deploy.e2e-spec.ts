@@ -73,6 +73,8 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
       ORDER_IDEMPOTENCY_PURGE_EVERY: '1s',
       DELAY_TICK_MS: '100',
       DELAY_LEASE: '3s',
+      // One JSON object a line, so that what each instance logged as an error can be read.
+      LOG_FORMAT: 'json',
     };
     const boot = async (name: string, cwd?: string): Promise<Instance> => {
       // startApp fails the test if the process exits before it listens.
@@ -241,6 +243,19 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
     expect(
       instances.filter((i) => /deadlock detected/i.test(i.app.output())).map((i) => i.name),
     ).toEqual([]);
+    // Nobody is paged: no instance logged an error, at boot, at work or at its stop.
+    const logged = (level: string) =>
+      instances.flatMap((i) =>
+        i.app
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as { level: string; msg?: string; context?: string })
+          .filter((entry) => entry.level === level)
+          .map((entry) => `${i.name} ${entry.context ?? ''}: ${entry.msg ?? ''}`),
+      );
+    expect(logged('info').filter((line) => line.includes('Listening on'))).toHaveLength(4);
+    expect([...logged('fatal'), ...logged('error')]).toEqual([]);
 
     const lateness = async (from: Date, to: Date) => {
       const [row] = await sql<{ n: number; max_ms: number; p99_ms: number }>(
@@ -256,7 +271,8 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
     console.log(
       `rolling deploy from ${previous.commit!.slice(0, 12)}: migrated in ${migratedIn} ms (${migrated.stdout.trim()}); ` +
         `deploy took ${deployEnd.getTime() - deployStart.getTime()} ms (${steps.join('; ')}); answers ${statuses.join(', ')}; ` +
-        `${timeouts.closed} orders closed by their timeout, ${reviews.auto} auto-reviewed; duplicates 0, early 0.\n` +
+        `${timeouts.closed} orders closed by their timeout, ${reviews.auto} auto-reviewed; duplicates 0, early 0; ` +
+        `warnings logged: ${JSON.stringify(logged('warn'))}\n` +
         `  before the deploy: ${await lateness(new Date(0), deployStart)}\n` +
         `  during the deploy: ${await lateness(deployStart, deployEnd)}\n` +
         `  after the deploy: ${await lateness(deployEnd, new Date())}`,
