@@ -246,7 +246,7 @@ describeWithReplication('a failover to a synchronous standby while tasks fire', 
       (task) => task.dueAt.getTime() >= crashAt && task.dueAt.getTime() < promotedAt,
     ).length;
     // The failover happened under load: tasks committed before it, some due while no primary answered.
-    expect(before.length).toBeGreaterThan(50);
+    expect(before.length).toBeGreaterThan(20);
     expect(dueInGap).toBeGreaterThan(0);
     expect(acknowledged.length).toBeGreaterThan(before.length);
     const [lateness] = await onPrimary<{ max_ms: number; p99_ms: number }>(
