@@ -241,6 +241,10 @@ describeWithReplication('a failover to a synchronous standby while tasks fire', 
     );
     expect(ticksTwice).toEqual([]);
 
+    // No deadlock on either server (each logs one it detects).
+    const { primary: primaryLog, standby: standbyLog } = servers.logs();
+    expect(primaryLog + standbyLog).not.toMatch(/deadlock detected/);
+
     const before = acknowledged.filter((task) => task.beforeCrash);
     const dueInGap = before.filter(
       (task) => task.dueAt.getTime() >= crashAt && task.dueAt.getTime() < promotedAt,
