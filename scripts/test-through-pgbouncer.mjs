@@ -21,7 +21,12 @@ const POOL_SIZE = 4;
  * Not run again here, each for its reason:
  * - unit specs (under src/ and packages/) and test/project: no database;
  * - test/package: the tarball and the README's code, the database path is the same;
- * - database-restart, tls, pooler: they start a server or a pooler of their own;
+ * - database-restart, tls, pooler, failover: they start a server or a pooler of their own;
+ * - rolling-deploy: builds the previous release and runs four app processes
+ *   (two of each release, pools of 5) with a migration between them, about
+ *   two minutes; behind 4 server connections their heartbeats would queue
+ *   behind claims; what it tests, two releases side by side, does not
+ *   change behind a pooler;
  * - prepared-statements: asserts what a session of the server itself has
  *   prepared (and stands in for a pooler's session on it);
  * - connection-loss: terminates one backend of the app's pool by its pid; behind
@@ -60,7 +65,9 @@ const LEFT_OUT = [
   'test/app/database-restart',
   'test/app/clock-skew',
   'test/app/tls',
+  'test/app/rolling-deploy',
   'test/delay/pooler',
+  'test/delay/failover',
   'test/delay/prepared-statements',
   'test/delay/connection-loss',
   'test/delay/attempt-notes',

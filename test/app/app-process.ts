@@ -7,8 +7,8 @@ export interface AppProcess {
   baseUrl: string;
   child: ChildProcess;
   output(): string;
-  /** SIGINT and wait for a clean exit (the exit code). */
-  stop(): Promise<number | null>;
+  /** SIGINT (or `signal`) and wait for a clean exit (the exit code). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** SIGKILL: no shutdown hook runs, as in a crash. */
   kill(): Promise<void>;
 }
@@ -24,12 +24,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** `cwd`: the tree whose build runs (another release's, in a deploy test); this one by default. */
 export async function startApp(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
+  { cwd }: { cwd?: string } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['dist/src/main.js'], {
+    cwd,
     env: {
       PATH: process.env.PATH ?? '',
       NO_COLOR: '1',
@@ -68,8 +71,8 @@ export async function startApp(
     baseUrl: `http://127.0.0.1:${port}`,
     child,
     output: () => output,
-    async stop() {
-      child.kill('SIGINT');
+    async stop(signal = 'SIGINT') {
+      child.kill(signal);
       return exited;
     },
     async kill() {

@@ -31,7 +31,8 @@ export function findServerBinaries(): { bin?: string; missing?: string } {
   return { bin: join(BIN_ROOT, versions[0], 'bin') };
 }
 
-function asPostgres(bin: string, tool: string, args: string[]): void {
+/** Runs a server binary as the `postgres` user (through runuser when this is root). */
+export function asPostgres(bin: string, tool: string, args: string[]): void {
   const asRoot = process.getuid?.() === 0;
   const command = asRoot ? 'runuser' : join(bin, tool);
   const argv = asRoot ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args;
