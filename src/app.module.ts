@@ -70,6 +70,7 @@ export class AppModule {
         OrdersModule.register({
           purgeEveryMs: config.orderIdempotencyPurgeEveryMs,
           notifyRatePerSecond: config.notifyRatePerSecond,
+          auth: config.auth,
         }),
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),

@@ -1,4 +1,6 @@
 import { tryParseDuration } from 'nest-delay/internal';
+import { loadAuthConfig, type AuthConfig } from './auth-config.js';
+import { ConfigError } from './config-error.js';
 
 /** Every setting the service reads from its environment, validated once at start. */
 export interface AppConfig {
@@ -24,6 +26,8 @@ export interface AppConfig {
   delayLeaseMs: number;
   delayMaxAttempts: number;
   delayInstanceId: string | undefined;
+  /** How the orders API knows its users (AUTH_JWT_SECRET, AUTH_JWKS_URL, AUTH_DISABLED): see auth-config.ts. */
+  auth: AuthConfig;
   /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
   adminToken: string | undefined;
   /** The customer notifications' provider: only `fake` ships (NOTIFICATION_PROVIDER, required in production). */
@@ -57,15 +61,7 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`Invalid configuration: ${variable} ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
@@ -222,6 +218,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     delayLeaseMs: duration(env, 'DELAY_LEASE', '30s', 1_000),
     delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
     delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
+    auth: loadAuthConfig(env),
     adminToken: adminToken(env),
     trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),

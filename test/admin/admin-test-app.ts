@@ -7,6 +7,7 @@ import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
+import { withTestAuth } from '../support/app-factory.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
@@ -89,7 +90,7 @@ export async function createAdminTestApp(
   const config = loadConfig({
     DB_POOL_SIZE: String(db.poolSize),
     ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
-    ...env,
+    ...withTestAuth(env),
   });
   const runs = new AdminTestRuns();
   @Module({

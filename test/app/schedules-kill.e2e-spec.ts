@@ -101,8 +101,8 @@ describeWithServer('a schedule across three instances killed and restarted', () 
       amountCents: 1,
     });
     await admin.query(
-      `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
-       SELECT 'old-' || i, 'h', $1, now() - interval '25 hours' FROM generate_series(1, 3000) AS i`,
+      `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+       SELECT 'purge', 'old-' || i, 'h', $1, now() - interval '25 hours' FROM generate_series(1, 3000) AS i`,
       [order.body.id],
     );
 
