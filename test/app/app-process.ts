@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { adminBearer, TEST_AUTH_SECRET } from '../support/auth.js';
 
 /** The compiled service in a child process, started the way `npm run start:prod` starts it. */
 export interface AppProcess {
@@ -23,15 +25,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Starts the service with `env` (users' tokens HS256 with TEST_AUTH_SECRET
+ * unless `env` sets an AUTH_* variable) in `cwd`, this directory by default.
+ */
 export async function startApp(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
+  { cwd }: { cwd?: string } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
+  const ownAuth = Object.keys(env).some((name) => name.startsWith('AUTH_'));
+  const child = spawn(process.execPath, [resolve('dist/src/main.js')], {
+    cwd,
     env: {
       PATH: process.env.PATH ?? '',
       NO_COLOR: '1',
+      ...(ownAuth ? {} : { AUTH_JWT_SECRET: TEST_AUTH_SECRET }),
       ...env,
       PORT: String(port),
     },
@@ -77,14 +87,22 @@ export async function startApp(
   };
 }
 
+/**
+ * A JSON request; as an operator (an admin's token, which sees every order)
+ * unless `authorization` says otherwise (null: no header).
+ */
 export async function json(
   method: string,
   url: string,
   body?: unknown,
+  authorization: string | null = adminBearer(),
 ): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: {
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+      ...(authorization !== null && { authorization }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };

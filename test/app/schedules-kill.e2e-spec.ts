@@ -6,6 +6,7 @@ import {
   type TestDatabase,
 } from '../support/test-database.js';
 import { eventually, json, startApp, type AppProcess } from './app-process.js';
+import { bearer } from '../support/auth.js';
 
 // Three processes of the compiled service on one database, the orders'
 // Idempotency-Key purge every 2 s. Instances are killed (SIGKILL, mid-claim
@@ -117,7 +118,11 @@ describeWithServer('a schedule across three instances killed and restarted', () 
     const keptUntil = Date.now();
     const young = await fetch(`${apps.get('a')!.baseUrl}/orders`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'young' },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': 'young',
+        authorization: bearer('purge'),
+      },
       body: JSON.stringify({ userId: 'purge', amountCents: 2 }),
     });
     expect(young.status).toBe(201);

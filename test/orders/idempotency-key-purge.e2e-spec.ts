@@ -11,11 +11,7 @@ beforeAll(() => {
 
 /** POST /orders with the key, as the body's user. */
 const create = (key: string, body: Record<string, unknown>) =>
-  api
-    .as(String(body.userId))
-    .post('/orders')
-    .set('Idempotency-Key', key)
-    .send(body);
+  api.as(String(body.userId)).post('/orders').set('Idempotency-Key', key).send(body);
 
 const keys = async () =>
   (await api.query<{ key: string }>(`SELECT key FROM order_idempotency_key ORDER BY key`)).map(

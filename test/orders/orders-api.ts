@@ -70,8 +70,7 @@ export class OrdersApi {
   }
 
   async history(id: string): Promise<EventJson[]> {
-    return (await this.asOwnerOf(id).get(`/orders/${id}/history`).expect(200))
-      .body as EventJson[];
+    return (await this.asOwnerOf(id).get(`/orders/${id}/history`).expect(200)).body as EventJson[];
   }
 
   /** POSTs an action (pay, cancel, finish, review) as the order's user and returns the response. */

@@ -52,8 +52,7 @@ export function unsignedToken(payload: Record<string, unknown>): string {
 }
 
 /** The Authorization header of `userToken(sub, options)`. */
-export const bearer = (sub: string, options?: TokenOptions) =>
-  `Bearer ${userToken(sub, options)}`;
+export const bearer = (sub: string, options?: TokenOptions) => `Bearer ${userToken(sub, options)}`;
 
 /** An operator's token: the admin role, so every order is visible. */
 export const adminBearer = (sub = 'test-admin') => bearer(sub, { admin: true });
