@@ -14,10 +14,11 @@ export const tokenExpired = (exp: unknown) =>
     ? `Token expired at ${new Date(exp * 1000).toISOString()}`
     : 'Token expired';
 
-export const claimRejected = (claim: string, reason: string) =>
+/** `detail`: jose's own words (`unexpected "iss" claim value`), which name the check. */
+export const claimRejected = (claim: string, reason: string, detail: string) =>
   reason === 'missing'
     ? `Token has no ${claim} claim, which is required`
-    : `Token's ${claim} claim is not accepted (${reason})`;
+    : `Token's ${claim} claim is not accepted: ${detail}`;
 
 export const badSignature = 'Token signature does not verify';
 

@@ -101,7 +101,9 @@ export class TokenVerifier {
     if (error instanceof errors.JWTExpired)
       return new InvalidTokenError(messages.tokenExpired(error.payload.exp));
     if (error instanceof errors.JWTClaimValidationFailed)
-      return new InvalidTokenError(messages.claimRejected(error.claim, error.reason));
+      return new InvalidTokenError(
+        messages.claimRejected(error.claim, error.reason, error.message),
+      );
     if (error instanceof errors.JWSSignatureVerificationFailed)
       return new InvalidTokenError(messages.badSignature);
     if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported)
