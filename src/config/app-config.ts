@@ -218,11 +218,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     delayLeaseMs: duration(env, 'DELAY_LEASE', '30s', 1_000),
     delayMaxAttempts: integer(env, 'DELAY_MAX_ATTEMPTS', 5, 1, 1_000),
     delayInstanceId: read(env, 'DELAY_INSTANCE_ID'),
-    auth: loadAuthConfig(env),
     adminToken: adminToken(env),
     trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),
     notificationProvider: notificationProvider(env),
+    auth: loadAuthConfig(env),
     ...observability(env),
   };
 }

@@ -26,16 +26,17 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts the service with `env` (users' tokens HS256 with TEST_AUTH_SECRET
- * unless `env` sets an AUTH_* variable) in `cwd`, this directory by default.
+ * Starts the service with `env` in `cwd` (this directory by default). Users'
+ * tokens are HS256 with TEST_AUTH_SECRET unless `env` sets an AUTH_*
+ * variable, or `testSecret: false` leaves the app to its own devices.
  */
 export async function startApp(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
-  { cwd }: { cwd?: string } = {},
+  { cwd, testSecret = true }: { cwd?: string; testSecret?: boolean } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
-  const ownAuth = Object.keys(env).some((name) => name.startsWith('AUTH_'));
+  const ownAuth = !testSecret || Object.keys(env).some((name) => name.startsWith('AUTH_'));
   const child = spawn(process.execPath, [resolve('dist/src/main.js')], {
     cwd,
     env: {
