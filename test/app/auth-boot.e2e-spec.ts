@@ -17,7 +17,7 @@ function token(cwd: string, args: string[], env: Record<string, string> = {}) {
   return { status: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
 }
 
-describe('users’ tokens at boot', () => {
+describe('users’ tokens at boot, on the embedded database', () => {
   const dirs: string[] = [];
   const freshDir = () => {
     const dir = mkdtempSync(join(tmpdir(), 'orders-auth-'));
