@@ -1,4 +1,10 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createRemoteJWKSet,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyOptions,
+} from 'jose';
 import type { AuthConfig, Secret } from '../config/auth-config.js';
 import * as messages from './auth.messages.js';
 import type { Caller } from './caller.js';
@@ -56,7 +62,9 @@ export type VerifierSettings =
  * with JWKS), 5 s of clock tolerance. Returns the Caller it names.
  */
 export class TokenVerifier {
-  private readonly key: Uint8Array | JWTVerifyGetKey;
+  /** jwtVerify bound to the secret or the provider's key set; undefined when tokens are off. */
+  private readonly verifyJwt:
+    ((token: string, options: JWTVerifyOptions) => Promise<{ payload: JWTPayload }>) | undefined;
   private readonly algorithms: readonly string[];
   private readonly settings: VerifierSettings | undefined;
 
@@ -68,23 +76,25 @@ export class TokenVerifier {
     const settings = resolved.mode === 'disabled' ? undefined : resolved;
     this.settings = settings;
     if (!settings) {
-      this.key = new Uint8Array();
       this.algorithms = [];
     } else if (settings.mode === 'secret') {
-      this.key = new TextEncoder().encode(settings.secret.reveal());
+      const key = new TextEncoder().encode(settings.secret.reveal());
+      this.verifyJwt = (token, options) => jwtVerify(token, key, options);
       this.algorithms = SECRET_ALGORITHMS;
     } else {
       // jose caches the set, refetches it for an unknown kid at most every 30 s, times out at 5 s.
-      this.key = createRemoteJWKSet(new URL(settings.jwksUrl));
+      const keys = createRemoteJWKSet(new URL(settings.jwksUrl));
+      this.verifyJwt = (token, options) => jwtVerify(token, keys, options);
       this.algorithms = JWKS_ALGORITHMS;
     }
   }
 
   async verify(token: string): Promise<Caller> {
-    if (!this.settings) throw new Error('TokenVerifier.verify called with AUTH_DISABLED=true');
+    if (!this.settings || !this.verifyJwt)
+      throw new Error('TokenVerifier.verify called with AUTH_DISABLED=true');
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.key as Uint8Array, {
+      ({ payload } = await this.verifyJwt(token, {
         algorithms: [...this.algorithms],
         issuer: this.settings.issuer,
         audience: this.settings.audience,
