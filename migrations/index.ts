@@ -3,6 +3,7 @@ import { CreateOrders1763800001000 } from './1763800001000-CreateOrders.js';
 import { IdempotencyKeyCreatedAt1764600000000 } from './1764600000000-IdempotencyKeyCreatedAt.js';
 import { CustomerNotifiedEvent1764900000000 } from './1764900000000-CustomerNotifiedEvent.js';
 import { OrderRefunds1765000000000 } from './1765000000000-OrderRefunds.js';
+import { IdempotencyKeyPerUser1766000000000 } from './1766000000000-IdempotencyKeyPerUser.js';
 
 /**
  * Every migration, in order: the delay package's own, then the orders tables
@@ -15,4 +16,5 @@ export const migrations = [
   IdempotencyKeyCreatedAt1764600000000,
   CustomerNotifiedEvent1764900000000,
   OrderRefunds1765000000000,
+  IdempotencyKeyPerUser1766000000000,
 ];

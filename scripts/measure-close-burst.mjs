@@ -19,9 +19,11 @@
 // after the closes). Then drops the database.
 /* global fetch */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { URL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { issueToken } from '../dist/src/auth/issue-token.js';
 
 const args = process.argv.slice(2);
 const withHttp = !args.includes('--no-http');
@@ -30,6 +32,9 @@ const closeLimit = args.find((arg) => arg.startsWith('--close-limit='))?.split('
 const [orders = '3000'] = args.filter((arg) => !arg.startsWith('--'));
 const N = Number(orders);
 const ADMIN_TOKEN = 'measure-close-burst-admin-token-0123456789';
+// The orders API's users' tokens: a secret of this run, and one user's token.
+const AUTH_JWT_SECRET = randomBytes(32).toString('hex');
+const AUTHORIZATION = `Bearer ${await issueToken({ userId: 'burst', admin: false, expires: '1d' }, { AUTH_JWT_SECRET })}`;
 const server = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
 const name = `close_burst_${process.pid}`;
 const url = Object.assign(new URL(server), { pathname: `/${name}` }).toString();
@@ -58,6 +63,7 @@ function startApp() {
       ORDER_PAYMENT_TIMEOUT: '1h',
       ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
       ADMIN_TOKEN,
+      AUTH_JWT_SECRET,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -93,7 +99,7 @@ try {
         made++;
         const res = await fetch(`${base}/orders`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: AUTHORIZATION },
           body: JSON.stringify({ userId: 'burst', amountCents: 100 }),
         });
         ids.push((await res.json()).id);
@@ -139,7 +145,13 @@ try {
   })();
   await sleep(Math.max(0, new Date(due).getTime() - Date.now() - 500));
   const probe = withHttp
-    ? autocannon({ url: `${base}/orders/${ids[0]}`, connections: 10, amount: 1e9, timeout: 10 })
+    ? autocannon({
+        url: `${base}/orders/${ids[0]}`,
+        headers: { authorization: AUTHORIZATION },
+        connections: 10,
+        amount: 1e9,
+        timeout: 10,
+      })
     : undefined;
   for (;;) {
     const { rows } = await db.query(

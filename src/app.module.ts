@@ -71,6 +71,7 @@ export class AppModule {
         OrdersModule.register({
           purgeEveryMs: config.orderIdempotencyPurgeEveryMs,
           notifyRatePerSecond: config.notifyRatePerSecond,
+          auth: config.auth,
         }),
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),

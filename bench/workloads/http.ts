@@ -6,8 +6,10 @@
  * answer 201.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import autocannon from 'autocannon';
+import { issueToken } from '../../src/auth/issue-token.js';
 import { dropDatabase, freshDatabase, withClient } from '../harness/db.js';
 import { num, table } from '../harness/format.js';
 import { log, Progress, sleep } from '../harness/progress.js';
@@ -59,8 +61,14 @@ async function waitUntilServing(
   throw new Error(`the app did not answer within ${timeoutMs / 1000} s`);
 }
 
-async function load(base: string, connections: number, seconds: number) {
+async function load(
+  base: string,
+  headers: Record<string, string>,
+  connections: number,
+  seconds: number,
+) {
   let flowsCompleted = 0;
+  // Every request carries the user's token (`headers`), verified as in production.
   const instance = autocannon({
     url: base,
     connections,
@@ -69,7 +77,7 @@ async function load(base: string, connections: number, seconds: number) {
       {
         method: 'POST',
         path: '/orders',
-        headers: JSON_HEADERS,
+        headers: { ...headers, ...JSON_HEADERS },
         body: JSON.stringify({ userId: 'bench', amountCents: 1234 }),
         onResponse: (status, body, context) => {
           context.id = status === 201 ? (JSON.parse(body) as { id: string }).id : 'missing';
@@ -77,10 +85,12 @@ async function load(base: string, connections: number, seconds: number) {
       },
       {
         method: 'POST',
+        headers,
         setupRequest: (req, context) => ({ ...req, path: `/orders/${String(context.id)}/pay` }),
       },
       {
         method: 'POST',
+        headers,
         setupRequest: (req, context) => ({ ...req, path: `/orders/${String(context.id)}/finish` }),
         onResponse: (status) => {
           if (status === 200) flowsCompleted++;
@@ -115,8 +125,21 @@ export const http: Workload<HttpResult> = {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const output: string[] = [];
+    // Users' tokens HS256 with a secret of this run; the load is one user's.
+    const secret = randomBytes(32).toString('hex');
+    const token = await issueToken(
+      { userId: 'bench', admin: false, expires: '1d' },
+      { AUTH_JWT_SECRET: secret },
+    );
+    const auth = { authorization: `Bearer ${token}` };
     const app = spawn(process.execPath, ['dist/src/main.js'], {
-      env: { ...process.env, DATABASE_URL: url, PORT: String(port), DB_POOL_SIZE: '10' },
+      env: {
+        ...process.env,
+        DATABASE_URL: url,
+        PORT: String(port),
+        DB_POOL_SIZE: '10',
+        AUTH_JWT_SECRET: secret,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let exitedWith: string | undefined;
@@ -130,7 +153,7 @@ export const http: Workload<HttpResult> = {
       await waitUntilServing(base, 60_000, () => exitedWith);
       const probe = await fetch(`${base}/orders`, {
         method: 'POST',
-        headers: JSON_HEADERS,
+        headers: { ...auth, ...JSON_HEADERS },
         body: JSON.stringify({ userId: 'bench', amountCents: 1234 }),
       });
       if (probe.status !== 201) {
@@ -140,7 +163,7 @@ export const http: Workload<HttpResult> = {
       }
       const connections = 10;
       const seconds = ctx.size(15, 3);
-      const { result, flowsCompleted } = await load(base, connections, seconds);
+      const { result, flowsCompleted } = await load(base, auth, connections, seconds);
       const ordersFinished = await withClient(url, async (c) =>
         Number(
           (await c.query(`SELECT count(*) AS n FROM orders WHERE status = 'FINISHED'`)).rows[0].n,

@@ -35,7 +35,8 @@ export class TypeLimitView {
   @ApiProperty({
     type: String,
     nullable: true,
-    description: 'The instance whose declaration is stored (the last to boot); null: none stored yet',
+    description:
+      'The instance whose declaration is stored (the last to boot); null: none stored yet',
   })
   declaredBy!: string | null;
   @ApiProperty({

@@ -80,7 +80,11 @@ describe('loadConfig', () => {
       logFormat: 'pretty',
       logLevel: 'info',
     });
-    const production = { NODE_ENV: 'production', NOTIFICATION_PROVIDER: 'fake' };
+    const production = {
+      NODE_ENV: 'production',
+      NOTIFICATION_PROVIDER: 'fake',
+      AUTH_JWT_SECRET: '0123456789abcdef'.repeat(2),
+    };
     expect(loadConfig(production).logFormat).toBe('json');
     expect(loadConfig({ ...production, LOG_FORMAT: 'Pretty' }).logFormat).toBe('pretty');
     expect(loadConfig({ METRICS_ENABLED: 'off', EVENTS_ENABLED: 'off' })).toMatchObject({
@@ -125,7 +129,8 @@ describe('loadConfig', () => {
       /^Invalid configuration: NOTIFICATION_PROVIDER must be set in production/,
     );
     expect(
-      loadConfig({ NODE_ENV: 'production', NOTIFICATION_PROVIDER: 'fake' }).notificationProvider,
+      loadConfig({ NODE_ENV: 'production', NOTIFICATION_PROVIDER: 'fake', AUTH_DISABLED: 'true' })
+        .notificationProvider,
     ).toBe('fake');
     expect(loadConfig({}).notificationProvider).toBe('fake');
     expect(() => loadConfig({ NOTIFICATION_PROVIDER: 'smtp' })).toThrow(/NOTIFICATION_PROVIDER/);

@@ -1,4 +1,6 @@
 import { tryParseDuration } from 'nest-delay/internal';
+import { loadAuthConfig, type AuthConfig } from './auth-config.js';
+import { ConfigError } from './config-error.js';
 
 /** Every setting the service reads from its environment, validated once at start. */
 export interface AppConfig {
@@ -26,6 +28,8 @@ export interface AppConfig {
   delayInstanceId: string | undefined;
   /** Off behind a pooler in transaction mode that does not carry prepared statements (PgBouncer before 1.21). */
   delayPreparedStatements: boolean;
+  /** How the orders API knows its users (AUTH_JWT_SECRET, AUTH_JWKS_URL, AUTH_DISABLED): see auth-config.ts. */
+  auth: AuthConfig;
   /** Bearer token of the admin API; unset means the admin API is not mounted at all. */
   adminToken: string | undefined;
   /** The customer notifications' provider: only `fake` ships (NOTIFICATION_PROVIDER, required in production). */
@@ -59,15 +63,7 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`Invalid configuration: ${variable} ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
@@ -230,6 +226,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     trustProxy: trustProxy(env),
     adminCountCap: integer(env, 'ADMIN_COUNT_CAP', 100_000, 1, 10_000_000),
     notificationProvider: notificationProvider(env),
+    auth: loadAuthConfig(env),
     ...observability(env),
   };
 }

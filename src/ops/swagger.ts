@@ -14,6 +14,17 @@ export function setupSwagger(app: INestApplication): void {
         'Errors are `{ statusCode, message, error }`, the message naming the field, id or state at fault.',
     )
     .setVersion('0.1.0')
+    // The orders API's scheme: a user's JWT (`npm run -s token -- <userId>` in development).
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'a user\'s JWT: sub is the user, roles: ["admin"] sees every order (AUTH_JWT_SECRET or AUTH_JWKS_URL)',
+      },
+      'user',
+    )
     // The admin routes' scheme (they exist only when ADMIN_TOKEN is set).
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'the ADMIN_TOKEN' }, 'admin')
     .build();

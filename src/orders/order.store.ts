@@ -50,22 +50,30 @@ export async function applyTransition(
 // aborting its own transaction. A key older than its time to live ($5) is
 // taken over as if new; a live one is only locked (the WHERE fails), so that
 // the purge cannot delete it before it is read below.
+// Keys are per user ($6): the same key from two users is two keys.
 const CLAIM_IDEMPOTENCY_KEY = `
-  INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
-  VALUES ($1, $2, $3, $4)
-  ON CONFLICT (key) DO UPDATE
+  INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+  VALUES ($6, $1, $2, $3, $4)
+  ON CONFLICT (user_id, key) DO UPDATE
     SET request_hash = EXCLUDED.request_hash, order_id = EXCLUDED.order_id, created_at = EXCLUDED.created_at
     WHERE order_idempotency_key.created_at <= $5
   RETURNING key`;
 
 /**
- * Records that this key creates order `orderId`. Returns undefined when it
- * did (a new key, or one expired by `expiredBefore`), or the earlier
- * request's row when the key is still in use.
+ * Records that `userId`'s key creates order `orderId`. Returns undefined
+ * when it did (a new key, or one expired by `expiredBefore`), or the earlier
+ * request's row when the user's key is still in use.
  */
 export async function claimIdempotencyKey(
   manager: EntityManager,
-  claim: { key: string; requestHash: string; orderId: string; at: Date; expiredBefore: Date },
+  claim: {
+    userId: string;
+    key: string;
+    requestHash: string;
+    orderId: string;
+    at: Date;
+    expiredBefore: Date;
+  },
 ): Promise<OrderIdempotencyKey | undefined> {
   const inserted: unknown[] = await manager.query(CLAIM_IDEMPOTENCY_KEY, [
     claim.key,
@@ -73,10 +81,11 @@ export async function claimIdempotencyKey(
     claim.orderId,
     claim.at,
     claim.expiredBefore,
+    claim.userId,
   ]);
   if (inserted.length > 0) return undefined;
   // The conflicting row is committed and locked by the statement above.
-  return manager.findOneByOrFail(OrderIdempotencyKey, { key: claim.key });
+  return manager.findOneByOrFail(OrderIdempotencyKey, { userId: claim.userId, key: claim.key });
 }
 
 // SKIP LOCKED: a create taking over an expired key holds its row; the purge
@@ -84,8 +93,8 @@ export async function claimIdempotencyKey(
 const PURGE_IDEMPOTENCY_KEYS = `
   WITH gone AS (
     DELETE FROM order_idempotency_key
-    WHERE key IN (
-      SELECT key FROM order_idempotency_key
+    WHERE (user_id, key) IN (
+      SELECT user_id, key FROM order_idempotency_key
       WHERE created_at <= $1
       ORDER BY created_at
       LIMIT $2

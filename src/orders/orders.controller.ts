@@ -9,11 +9,14 @@ import {
   Param,
   Post,
   Query,
+  UseGuards,
 } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBearerAuth,
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiHeader,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -21,9 +24,13 @@ import {
   ApiParam,
   ApiServiceUnavailableResponse,
   ApiTags,
+  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
+import { CurrentCaller, type Caller } from '../auth/caller.js';
+import { UserAuthGuard } from '../auth/user-auth.guard.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
+import { checkListedUser, idempotencyKeyOwner, ownerOfNewOrder, scopeOf } from './caller-scope.js';
 import { CreateOrderDto } from './dto/create-order.dto.js';
 import {
   ErrorSchema,
@@ -47,10 +54,17 @@ import {
 } from './order.view.js';
 
 /**
- * The REST contract: JSON in and out, 400 for input out of contract, 404 for
- * an unknown id, 409 for a transition the order's state does not allow.
+ * The REST contract: JSON in and out, 401 without a valid bearer token, 400
+ * for input out of contract, 404 for an unknown id or another user's order,
+ * 409 for a transition the order's state does not allow.
  */
 @ApiTags('orders')
+@ApiBearerAuth('user')
+@UseGuards(UserAuthGuard)
+@ApiUnauthorizedResponse({
+  type: ErrorSchema,
+  description: 'No bearer token, or one that does not verify (WWW-Authenticate says why)',
+})
 @ApiBadRequestResponse({
   type: ErrorSchema,
   description: 'Input out of contract; the message names the field',
@@ -87,65 +101,94 @@ export class OrdersController {
     type: ErrorSchema,
     description: 'Idempotency-Key reused with another body',
   })
+  @ApiForbiddenResponse({
+    type: ErrorSchema,
+    description: "userId is not the token's user, and the token has no admin role",
+  })
   async create(
+    @CurrentCaller() caller: Caller,
     @Body() body: CreateOrderDto,
     @Headers(IDEMPOTENCY_KEY_HEADER) idempotencyKey: string | undefined,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.create(body, parseIdempotencyKey(idempotencyKey)));
+    const key = parseIdempotencyKey(idempotencyKey);
+    const userId = ownerOfNewOrder(caller, body.userId);
+    const order = await this.orders.create(
+      { userId, amountCents: body.amountCents },
+      key === undefined ? undefined : { key, userId: idempotencyKeyOwner(caller, userId) },
+    );
+    return this.toOrderView(order);
   }
 
   @Get()
-  @ApiOperation({ summary: 'Orders, newest first, a page at a time' })
+  @ApiOperation({
+    summary: "Orders, newest first, a page at a time: the token's user's own (an admin's: all)",
+  })
   @ApiOkResponse({ type: OrderPageSchema })
-  async list(@Query() query: ListOrdersQuery): Promise<OrderPageView> {
-    const page = await this.orders.list(query);
+  @ApiForbiddenResponse({
+    type: ErrorSchema,
+    description: "userId is not the token's user, and the token has no admin role",
+  })
+  async list(
+    @CurrentCaller() caller: Caller,
+    @Query() query: ListOrdersQuery,
+  ): Promise<OrderPageView> {
+    checkListedUser(caller, query.userId);
+    const page = await this.orders.list(query, scopeOf(caller));
     return { items: page.items.map(this.toOrderView), nextCursor: page.nextCursor };
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One order' })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
-  async get(@Param('id', OrderIdPipe) id: string): Promise<OrderView> {
-    return this.toOrderView(await this.orders.get(id));
+  async get(
+    @CurrentCaller() caller: Caller,
+    @Param('id', OrderIdPipe) id: string,
+  ): Promise<OrderView> {
+    return this.toOrderView(await this.orders.get(id, scopeOf(caller)));
   }
 
   @Get(':id/history')
   @ApiOperation({ summary: "The order's state changes, oldest first, by the user or the system" })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: [OrderEventSchema] })
-  async history(@Param('id', OrderIdPipe) id: string): Promise<OrderEventView[]> {
-    return (await this.orders.history(id)).map(toOrderEventView);
+  async history(
+    @CurrentCaller() caller: Caller,
+    @Param('id', OrderIdPipe) id: string,
+  ): Promise<OrderEventView[]> {
+    return (await this.orders.history(id, scopeOf(caller))).map(toOrderEventView);
   }
 
   @Post(':id/pay')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({ summary: 'Pay a PENDING_PAYMENT order' })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
   @ApiConflictResponse({ type: ErrorSchema, description: "The order's state does not allow it" })
   async pay(
+    @CurrentCaller() caller: Caller,
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.pay(id));
+    return this.toOrderView(await this.orders.pay(id, scopeOf(caller)));
   }
 
   @Post(':id/cancel')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({ summary: 'Cancel a PENDING_PAYMENT order (closed, USER_CANCELLED)' })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
   @ApiConflictResponse({ type: ErrorSchema, description: "The order's state does not allow it" })
   async cancel(
+    @CurrentCaller() caller: Caller,
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.cancel(id));
+    return this.toOrderView(await this.orders.cancel(id, scopeOf(caller)));
   }
 
   @Post(':id/finish')
@@ -155,14 +198,15 @@ export class OrdersController {
       'Finish a PAID order; it is reviewed 5 stars automatically after the auto-review delay',
   })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
   @ApiConflictResponse({ type: ErrorSchema, description: "The order's state does not allow it" })
   async finish(
+    @CurrentCaller() caller: Caller,
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.finish(id));
+    return this.toOrderView(await this.orders.finish(id, scopeOf(caller)));
   }
 
   @Post(':id/refund')
@@ -172,27 +216,30 @@ export class OrdersController {
       'Refund a PAID or FINISHED order; every task it has waiting (close, review, notification) is cancelled with it',
   })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
   @ApiConflictResponse({ type: ErrorSchema, description: "The order's state does not allow it" })
   async refund(
+    @CurrentCaller() caller: Caller,
     @Param('id', OrderIdPipe) id: string,
     @Body(NoBodyPipe) _body: undefined,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.refund(id));
+    return this.toOrderView(await this.orders.refund(id, scopeOf(caller)));
   }
 
   @Post(':id/review')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({ summary: 'Review a FINISHED order once, 1 to 5 stars' })
   @ApiParam({ name: 'id', format: 'uuid' })
-  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order has this id' })
+  @ApiNotFoundResponse({ type: ErrorSchema, description: 'No order of yours has this id' })
   @ApiOkResponse({ type: OrderSchema })
   @ApiConflictResponse({ type: ErrorSchema, description: 'Not FINISHED, or already reviewed' })
   async review(
+    @CurrentCaller() caller: Caller,
     @Param('id', OrderIdPipe) id: string,
     @Body() body: ReviewOrderDto,
   ): Promise<OrderView> {
-    return this.toOrderView(await this.orders.review(id, body.stars, body.comment ?? null));
+    const scope = scopeOf(caller);
+    return this.toOrderView(await this.orders.review(id, scope, body.stars, body.comment ?? null));
   }
 }

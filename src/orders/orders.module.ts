@@ -1,5 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from '../auth/auth.module.js';
+import type { AuthConfig } from '../config/auth-config.js';
 import { idempotencyKeyPurge } from './idempotency-key-purge.js';
 import { OrderEvent } from './order-event.entity.js';
 import { OrderIdempotencyKey } from './order-idempotency-key.entity.js';
@@ -28,17 +30,20 @@ export class OrdersModule {
    * The customer notification's handler, at most `notifyRatePerSecond` sends
    * a second across instances, and the purge of expired Idempotency-Keys
    * every `purgeEveryMs`; null leaves the purge out, and the engine then
-   * removes its schedule at boot.
+   * removes its schedule at boot. `auth` says how the users' tokens are checked.
    */
   static register({
     purgeEveryMs,
     notifyRatePerSecond,
+    auth,
   }: {
     purgeEveryMs: number | null;
     notifyRatePerSecond: number;
+    auth: AuthConfig;
   }): DynamicModule {
     return {
       module: OrdersModule,
+      imports: [AuthModule.register(auth)],
       providers: [
         orderNotificationHandler(notifyRatePerSecond),
         ...(purgeEveryMs === null ? [] : [idempotencyKeyPurge(purgeEveryMs)]),

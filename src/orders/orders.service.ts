@@ -31,6 +31,7 @@ import {
 } from './order-tasks.js';
 import * as rules from './order-transitions.js';
 import { Order } from './order.entity.js';
+import { inScope, type OrderScope } from './order-scope.js';
 
 export interface NewOrder {
   userId: string;
@@ -67,14 +68,15 @@ export class OrdersService {
    * With an Idempotency-Key, the first request with the key creates the order;
    * a later one with the same body gets that order back (as it is now), one
    * with another body a 409. A key holds for 24 hours; after that it creates
-   * a new order.
+   * a new order. Keys are per user (`idempotency.userId`, who sent the
+   * request): another user's same key is another key.
    */
-  create(input: NewOrder, idempotencyKey?: string): Promise<Order> {
+  create(input: NewOrder, idempotency?: { key: string; userId: string }): Promise<Order> {
     return this.transaction(async (manager) => {
       const now = new Date(this.clock.now());
       const id = randomUUID();
-      if (idempotencyKey !== undefined) {
-        const earlier = await this.earlierOrderFor(manager, idempotencyKey, input, id, now);
+      if (idempotency !== undefined) {
+        const earlier = await this.earlierOrderFor(manager, idempotency, input, id, now);
         if (earlier) return earlier;
       }
       const deadline = new Date(now.getTime() + this.config.orderPaymentTimeoutMs);
@@ -87,16 +89,21 @@ export class OrdersService {
     });
   }
 
-  async get(id: string): Promise<Order> {
+  /** The order, if `scope` sees it; 404 otherwise, as for an id nobody has. */
+  async get(id: string, scope: OrderScope): Promise<Order> {
     const order = await this.dataSource.manager.findOneBy(Order, { id });
-    if (!order) throw new OrderNotFoundError(id);
+    if (!order || !inScope(order, scope)) throw new OrderNotFoundError(id);
     return order;
   }
 
-  /** Newest first, by (createdAt, id); the cursor is where the previous page ended. */
-  async list(filter: OrderFilter): Promise<{ items: Order[]; nextCursor: string | null }> {
+  /** Newest first, by (createdAt, id); the cursor is where the previous page ended. Only `scope`'s orders. */
+  async list(
+    filter: OrderFilter,
+    scope: OrderScope,
+  ): Promise<{ items: Order[]; nextCursor: string | null }> {
     const limit = filter.limit ?? DEFAULT_PAGE_SIZE;
     const query = this.dataSource.manager.createQueryBuilder(Order, 'o');
+    if (scope.kind === 'user') query.andWhere('o.userId = :owner', { owner: scope.userId });
     if (filter.status !== undefined)
       query.andWhere('o.status = :status', { status: filter.status });
     if (filter.userId !== undefined)
@@ -119,26 +126,27 @@ export class OrdersService {
     return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
   }
 
-  async history(id: string): Promise<OrderEvent[]> {
-    await this.get(id);
+  async history(id: string, scope: OrderScope): Promise<OrderEvent[]> {
+    await this.get(id, scope);
     return this.dataSource.manager.find(OrderEvent, {
       where: { orderId: id },
       order: { id: 'ASC' },
     });
   }
 
-  pay(id: string): Promise<Order> {
-    return this.transition(id, closeUnpaidKey(id), rules.pay);
+  pay(id: string, scope: OrderScope): Promise<Order> {
+    return this.transition(id, scope, closeUnpaidKey(id), rules.pay);
   }
 
-  cancel(id: string): Promise<Order> {
-    return this.transition(id, closeUnpaidKey(id), rules.cancelByUser);
+  cancel(id: string, scope: OrderScope): Promise<Order> {
+    return this.transition(id, scope, closeUnpaidKey(id), rules.cancelByUser);
   }
 
-  finish(id: string): Promise<Order> {
+  finish(id: string, scope: OrderScope): Promise<Order> {
     const delayMs = this.config.orderAutoReviewDelayMs;
     return this.transition(
       id,
+      scope,
       undefined,
       (order, now) => rules.finish(order, now, new Date(now.getTime() + delayMs)),
       (order, manager) =>
@@ -146,8 +154,8 @@ export class OrdersService {
     );
   }
 
-  review(id: string, stars: number, comment: string | null): Promise<Order> {
-    return this.transition(id, autoReviewKey(id), (order, now) =>
+  review(id: string, scope: OrderScope, stars: number, comment: string | null): Promise<Order> {
+    return this.transition(id, scope, autoReviewKey(id), (order, now) =>
       rules.review(order, now, stars, comment),
     );
   }
@@ -160,11 +168,12 @@ export class OrdersService {
    * meanwhile may have committed a review task; if the rule says no, the
    * rollback brings them all back.
    */
-  refund(id: string): Promise<Order> {
+  refund(id: string, scope: OrderScope): Promise<Order> {
     return this.transaction(async (manager) => {
+      await this.assertInScope(manager, id, scope);
       const before = await this.delay.cancelEntity(orderEntity(id), { manager });
       const order = await lockOrder(manager, id);
-      if (!order) throw new OrderNotFoundError(id);
+      if (!order || !inScope(order, scope)) throw new OrderNotFoundError(id);
       const after = await this.delay.cancelEntity(orderEntity(id), { manager });
       const dropped = { ids: [...before.ids, ...after.ids] };
       const now = new Date(this.clock.now());
@@ -182,18 +191,21 @@ export class OrdersService {
    * same order makes a racing user action wait instead of deadlock. It is
    * cancelled again once the order is locked: the transaction that held the
    * lock meanwhile (a finish) may have committed it then. If the rule says
-   * no, the rollback undoes both cancels.
+   * no, the rollback undoes both cancels. An order outside `scope` is a 404
+   * before any of it: another user's tasks are not even locked.
    */
   private transition(
     id: string,
+    scope: OrderScope,
     taskToCancel: string | undefined,
     decide: (order: Order, now: Date) => rules.Transition,
     afterwards?: (order: Order, manager: EntityManager) => Promise<unknown>,
   ): Promise<Order> {
     return this.transaction(async (manager) => {
+      await this.assertInScope(manager, id, scope);
       if (taskToCancel !== undefined) await this.cancelIfPending(taskToCancel, manager);
       const order = await lockOrder(manager, id);
-      if (!order) throw new OrderNotFoundError(id);
+      if (!order || !inScope(order, scope)) throw new OrderNotFoundError(id);
       if (taskToCancel !== undefined) await this.cancelIfPending(taskToCancel, manager);
       const now = new Date(this.clock.now());
       const transition = decide(order, now);
@@ -202,6 +214,17 @@ export class OrdersService {
       await afterwards?.(order, manager);
       return order;
     });
+  }
+
+  /**
+   * A user's order is theirs for good (user_id never changes), so this
+   * unlocked read is as good as a check under the lock, and it comes before
+   * the transaction touches the order's tasks.
+   */
+  private async assertInScope(manager: EntityManager, id: string, scope: OrderScope) {
+    if (scope.kind === 'all') return;
+    if (!(await manager.existsBy(Order, { id, userId: scope.userId })))
+      throw new OrderNotFoundError(id);
   }
 
   /**
@@ -219,13 +242,14 @@ export class OrdersService {
   /** The order an earlier request with this key created, or undefined when this request claimed the key. */
   private async earlierOrderFor(
     manager: EntityManager,
-    key: string,
+    { key, userId }: { key: string; userId: string },
     input: NewOrder,
     orderId: string,
     now: Date,
   ): Promise<Order | undefined> {
     const requestHash = createRequestHash(input);
     const earlier = await claimIdempotencyKey(manager, {
+      userId,
       key,
       requestHash,
       orderId,

@@ -1,4 +1,5 @@
 import { ADMIN_TOKEN, useAdminTestApp } from './admin-test-app.js';
+import { bearer } from '../support/auth.js';
 
 const ROUTES: Array<['get' | 'post', string]> = [
   ['get', '/admin/api/tasks'],
@@ -101,9 +102,11 @@ describe('admin API with ADMIN_TOKEN', () => {
   });
 
   it('puts security headers on every response of the app, not only the admin API', async () => {
-    const orders = await ctx.t.http().get('/orders');
+    const orders = await ctx.t.http().get('/orders').set('Authorization', bearer('user-1'));
     expect(orders.status).toBe(200);
     expectSecurityHeaders(orders.headers);
+    // A user's request without a token too.
+    expectSecurityHeaders((await ctx.t.http().get('/orders').expect(401)).headers);
     expectSecurityHeaders((await ctx.t.http().get('/no-such-page')).headers);
   });
 

@@ -48,7 +48,17 @@ describe('the admin API in the OpenAPI document', () => {
   it('documents the listing filters and the shapes a page reads', () => {
     const list = doc.paths['/admin/api/tasks'].get!;
     expect(list.parameters?.map((p) => ('name' in p ? p.name : '')).sort()).toEqual(
-      ['cursor', 'dueBefore', 'dueFrom', 'entity', 'key', 'keyPrefix', 'limit', 'state', 'type'].sort(),
+      [
+        'cursor',
+        'dueBefore',
+        'dueFrom',
+        'entity',
+        'key',
+        'keyPrefix',
+        'limit',
+        'state',
+        'type',
+      ].sort(),
     );
     const schemas = doc.components?.schemas ?? {};
     for (const name of [

@@ -14,6 +14,7 @@ import {
   textOf,
 } from './admin-browser.js';
 import { ADMIN_TOKEN, FLAKY_TYPE, TEST_TYPE, useAdminTestApp } from './admin-test-app.js';
+import { bearer } from '../support/auth.js';
 
 // The order timeline on the live page, in Chromium, against the real app on
 // a ManualClock: an order is found by the link its JSON carries, its steps
@@ -46,8 +47,14 @@ describeInChromium('admin page timeline browser test')('the order timeline on th
   });
 
   const createOrder = async (): Promise<{ id: string; links: Record<string, string> }> =>
-    (await ctx.t.http().post('/orders').send({ userId: 'user-7', amountCents: 4200 }).expect(201))
-      .body;
+    (
+      await ctx.t
+        .http()
+        .post('/orders')
+        .set('Authorization', bearer('user-7'))
+        .send({ userId: 'user-7', amountCents: 4200 })
+        .expect(201)
+    ).body;
   /** The step rows of one task, as the page shows them: [step, attempt, instance, trace id]. */
   const stepsOf = (page: Page, taskId: string) =>
     page.$$eval(`#timeline-steps tbody tr[data-task="${taskId}"]`, (rows) =>

@@ -7,6 +7,7 @@ import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import { AppModule } from '../../src/app.module.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
+import { withTestAuth } from '../support/app-factory.js';
 import {
   createTestDatabase,
   preparedStatementsEnv,
@@ -94,7 +95,7 @@ export async function createAdminTestApp(
     DB_POOL_SIZE: String(db.poolSize),
     ORDER_IDEMPOTENCY_PURGE_EVERY: 'off',
     ...preparedStatementsEnv,
-    ...env,
+    ...withTestAuth(env),
   });
   const runs = new AdminTestRuns();
   @Module({

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { preparedStatementsEnv } from '../support/test-database.js';
 import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { adminBearer, TEST_AUTH_SECRET } from '../support/auth.js';
 
 /** The compiled service in a child process, started the way `npm run start:prod` starts it. */
 export interface AppProcess {
@@ -24,19 +26,31 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** `cwd`: the tree whose build runs (another release's, in a deploy test); this one by default. */
+/**
+ * Starts the service with `env`, in `cwd` (this directory by default), from
+ * the build in `build` (this tree's by default; another release's in a
+ * deploy test, which then runs in that tree). Users' tokens are HS256 with
+ * TEST_AUTH_SECRET unless `env` sets an AUTH_* variable, or
+ * `testSecret: false` leaves the app to its own devices.
+ */
 export async function startApp(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
-  { cwd }: { cwd?: string } = {},
+  {
+    cwd,
+    build,
+    testSecret = true,
+  }: { cwd?: string; build?: string; testSecret?: boolean } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['dist/src/main.js'], {
-    cwd,
+  const ownAuth = !testSecret || Object.keys(env).some((name) => name.startsWith('AUTH_'));
+  const child = spawn(process.execPath, [resolve(build ?? '.', 'dist/src/main.js')], {
+    cwd: cwd ?? build,
     env: {
       PATH: process.env.PATH ?? '',
       NO_COLOR: '1',
       ...preparedStatementsEnv,
+      ...(ownAuth ? {} : { AUTH_JWT_SECRET: TEST_AUTH_SECRET }),
       ...env,
       PORT: String(port),
     },
@@ -82,14 +96,22 @@ export async function startApp(
   };
 }
 
+/**
+ * A JSON request; as an operator (an admin's token, which sees every order)
+ * unless `authorization` says otherwise (null: no header).
+ */
 export async function json(
   method: string,
   url: string,
   body?: unknown,
+  authorization: string | null = adminBearer(),
 ): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: {
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+      ...(authorization !== null && { authorization }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };

@@ -78,7 +78,7 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
     };
     const boot = async (name: string, cwd?: string): Promise<Instance> => {
       // startApp fails the test if the process exits before it listens.
-      const app = await startApp({ ...env, DELAY_INSTANCE_ID: name }, 60_000, { cwd });
+      const app = await startApp({ ...env, DELAY_INSTANCE_ID: name }, 60_000, { build: cwd });
       const instance = { name, app, inFlight: 0 };
       instances.push(instance);
       return instance;

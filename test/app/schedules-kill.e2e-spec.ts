@@ -6,6 +6,7 @@ import {
   type TestDatabase,
 } from '../support/test-database.js';
 import { eventually, json, startApp, type AppProcess } from './app-process.js';
+import { bearer } from '../support/auth.js';
 
 // Three processes of the compiled service on one database, the orders'
 // Idempotency-Key purge every 2 s. Instances are killed (SIGKILL, mid-claim
@@ -101,8 +102,8 @@ describeWithServer('a schedule across three instances killed and restarted', () 
       amountCents: 1,
     });
     await admin.query(
-      `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
-       SELECT 'old-' || i, 'h', $1, now() - interval '25 hours' FROM generate_series(1, 3000) AS i`,
+      `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+       SELECT 'purge', 'old-' || i, 'h', $1, now() - interval '25 hours' FROM generate_series(1, 3000) AS i`,
       [order.body.id],
     );
 
@@ -117,7 +118,11 @@ describeWithServer('a schedule across three instances killed and restarted', () 
     const keptUntil = Date.now();
     const young = await fetch(`${apps.get('a')!.baseUrl}/orders`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'young' },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': 'young',
+        authorization: bearer('purge'),
+      },
       body: JSON.stringify({ userId: 'purge', amountCents: 2 }),
     });
     expect(young.status).toBe(201);

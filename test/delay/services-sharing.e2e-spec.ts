@@ -89,7 +89,9 @@ describeWithServer('two services sharing one database', () => {
     expect(ran.filter((r) => r.type === 'a.one-off')).toHaveLength(1);
     expect(ran.filter((r) => r.type === 'own.a').length).toBeGreaterThanOrEqual(15);
     expect(ran.filter((r) => r.type === 'own.b').length).toBeGreaterThanOrEqual(15);
-    expect(await live.get('a-1')!.delay.get({ id: oneOff.id })).toMatchObject({ state: 'executed' });
+    expect(await live.get('a-1')!.delay.get({ id: oneOff.id })).toMatchObject({
+      state: 'executed',
+    });
     expect(await dead()).toBe(0);
   });
 

@@ -116,7 +116,9 @@ describe('a large delayed_task table', () => {
     const indexes = indexesIn(plan).filter((name) => name.startsWith('delayed_task'));
     expect(indexes).toContain('delayed_task_pkey');
     expect(
-      indexes.filter((name) => name !== 'delayed_task_pkey' && name !== 'delayed_task_occurrence_idx'),
+      indexes.filter(
+        (name) => name !== 'delayed_task_pkey' && name !== 'delayed_task_occurrence_idx',
+      ),
     ).toEqual([]);
     expect(seqScansOf(plan, 'delayed_task')).toBe(0);
   }, 60_000);

@@ -39,6 +39,11 @@ beforeAll(async () => {
     `INSERT INTO order_event (order_id, type, actor, data, at) VALUES ($1, 'CREATED', 'user', '{}', $2)`,
     [ORDER_ID, created],
   );
+  // An Idempotency-Key from before keys were per user: it becomes its order's user's.
+  await before.query(
+    `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at) VALUES ('checkout-old', 'h', $1, $2)`,
+    [ORDER_ID, created],
+  );
   // A pending task leased by an instance that no longer exists (locked_at set,
   // as the old code wrote it), and one that ran long ago.
   await before.query(
@@ -91,6 +96,10 @@ it('applies only the new migrations, keeps every row, and runs the pending task'
       ran: true,
     },
   ]);
+
+  expect(
+    await dataSource.query(`SELECT user_id, key, order_id FROM order_idempotency_key`),
+  ).toEqual([{ user_id: 'u-1', key: 'checkout-old', order_id: ORDER_ID }]);
 
   // The old instance's lease is an orphan: the upgraded app takes the task and runs it on time.
   await t.delay.advanceTo(START + 30 * 60_000);

@@ -7,6 +7,8 @@ import { AppModule } from '../../src/app.module.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
 import { AppLogger } from '../../src/ops/logging/app-logger.js';
+import { withTestAuth } from '../support/app-factory.js';
+import { userToken } from '../support/auth.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** The app with its real logger in JSON, writing into `lines`. */
@@ -18,7 +20,7 @@ describe('logs', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const config = loadConfig({ DB_POOL_SIZE: String(db.poolSize) });
+    const config = loadConfig(withTestAuth({ DB_POOL_SIZE: String(db.poolSize) }));
     const logger = new AppLogger({
       format: 'json',
       level: 'debug',
@@ -39,10 +41,19 @@ describe('logs', () => {
     lines.length = 0;
   });
 
-  const http = () => request(app.getHttpServer());
+  const token = userToken('u');
+  /** Requests as user `u`. */
+  const http = () => {
+    const agent = request(app.getHttpServer());
+    return {
+      get: (path: string) => agent.get(path).set('Authorization', `Bearer ${token}`),
+      post: (path: string) => agent.post(path).set('Authorization', `Bearer ${token}`),
+    };
+  };
 
-  it('writes JSON lines with a level, a time and the logger context', async () => {
+  it('writes JSON lines with a level, a time and the logger context, never the bearer token', async () => {
     await http().get('/orders').expect(200);
+    expect(JSON.stringify(lines)).not.toContain(token);
     const [line] = lines.filter((l) => l.context === 'HTTP');
     expect(line).toMatchObject({
       level: 'info',

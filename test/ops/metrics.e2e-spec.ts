@@ -76,8 +76,8 @@ describe('/metrics', () => {
 
   it('counts HTTP requests by route template and status, and has the process metrics', async () => {
     const { api } = ctx;
-    await api.http().get('/orders/00000000-0000-4000-8000-000000000000').expect(404);
-    await api.http().get('/orders/not-a-uuid').expect(400);
+    await api.as('user-1').get('/orders/00000000-0000-4000-8000-000000000000').expect(404);
+    await api.as('user-1').get('/orders/not-a-uuid').expect(400);
     await api.http().get('/no/such/route').expect(404);
     const text = await scrape(api);
     expect(

@@ -27,18 +27,30 @@ describe('OpenAPI', () => {
       '#/components/schemas/CreateOrderDto',
     );
     expect(Object.keys(create.responses)).toEqual(
-      expect.arrayContaining(['201', '400', '409', '503']),
+      expect.arrayContaining(['201', '400', '401', '403', '409', '503']),
     );
     expect(create.parameters).toEqual(
       expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header' })]),
     );
     const pay = doc.paths['/orders/{id}/pay'].post;
     expect(Object.keys(pay.responses)).toEqual(
-      expect.arrayContaining(['200', '400', '404', '409']),
+      expect.arrayContaining(['200', '400', '401', '404', '409']),
     );
+    // Every orders route takes a user's bearer JWT; the scheme says so.
+    for (const [path, operations] of Object.entries<any>(doc.paths)) {
+      if (!path.startsWith('/orders')) continue;
+      for (const operation of Object.values<any>(operations))
+        expect(operation.security).toEqual([{ user: [] }]);
+    }
+    expect(doc.components.securitySchemes.user).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
 
     const { CreateOrderDto, ReviewOrderDto, OrderSchema, ErrorSchema } = doc.components.schemas;
-    expect(CreateOrderDto.required).toEqual(['userId', 'amountCents']);
+    // userId defaults to the token's user.
+    expect(CreateOrderDto.required).toEqual(['amountCents']);
     expect(CreateOrderDto.properties.amountCents).toMatchObject({
       type: 'integer',
       minimum: 1,

@@ -9,8 +9,9 @@ beforeAll(() => {
   ({ t, api } = app);
 });
 
+/** POST /orders with the key, as the body's user. */
 const create = (key: string, body: Record<string, unknown>) =>
-  api.http().post('/orders').set('Idempotency-Key', key).send(body);
+  api.as(String(body.userId)).post('/orders').set('Idempotency-Key', key).send(body);
 
 const keys = async () =>
   (await api.query<{ key: string }>(`SELECT key FROM order_idempotency_key ORDER BY key`)).map(
@@ -58,8 +59,8 @@ describe('the purge of Idempotency-Keys older than 24 hours', () => {
     const order = await api.createOrder({ userId: 'purge-bulk', amountCents: 1 });
     const createdAt = new Date(t.clock.now() - 25 * HOUR);
     await api.query(
-      `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
-       SELECT 'bulk-' || i, 'h', $1, $2 FROM generate_series(1, 10500) AS i`,
+      `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+       SELECT 'purge-bulk', 'bulk-' || i, 'h', $1, $2 FROM generate_series(1, 10500) AS i`,
       [order.id, createdAt],
     );
     const bulk = async () =>

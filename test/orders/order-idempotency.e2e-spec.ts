@@ -8,8 +8,9 @@ beforeAll(() => {
   ({ t, api } = app);
 });
 
+/** POST /orders with the key, as the body's user (the user creating their own order). */
 const create = (key: string, body: Record<string, unknown>) =>
-  api.http().post('/orders').set('Idempotency-Key', key).send(body);
+  api.as(String(body.userId)).post('/orders').set('Idempotency-Key', key).send(body);
 
 describe('POST /orders with an Idempotency-Key', () => {
   it('returns the same order for the same key and body, without a second order or task', async () => {
@@ -24,13 +25,14 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(again.body).toEqual(first.body);
     expect(await api.rowCounts()).toEqual(counts);
     expect(await api.tasks(`order:${first.body.id}:close-unpaid`)).toHaveLength(1);
-    expect(await api.history(first.body.id)).toHaveLength(1);
+    const history = await api.as('idem-user').get(`/orders/${first.body.id}/history`);
+    expect(history.body).toHaveLength(1);
   });
 
   it('returns the order as it is now when it changed since', async () => {
     const body = { userId: 'idem-user', amountCents: 1 };
     const first = await create('checkout-2', body).expect(201);
-    await api.action(first.body.id, 'pay').expect(200);
+    await api.as('idem-user').post(`/orders/${first.body.id}/pay`).expect(200);
     const again = await create('checkout-2', body).expect(201);
     expect(again.body).toMatchObject({ id: first.body.id, status: 'PAID' });
   });
@@ -38,25 +40,39 @@ describe('POST /orders with an Idempotency-Key', () => {
   it('rejects the same key with a different body with a 409, writing nothing', async () => {
     const first = await create('checkout-3', { userId: 'idem-user', amountCents: 100 }).expect(201);
     const counts = await api.rowCounts();
-    for (const body of [
-      { userId: 'idem-user', amountCents: 101 },
-      { userId: 'someone-else', amountCents: 100 },
-    ]) {
-      const res = await create('checkout-3', body).expect(409);
-      expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict' });
-      expect(res.body.message).toContain('"checkout-3"');
-    }
+    const res = await create('checkout-3', { userId: 'idem-user', amountCents: 101 }).expect(409);
+    expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict' });
+    expect(res.body.message).toContain('"checkout-3"');
+    // Someone else's userId is refused before the key is looked at.
+    await api
+      .as('idem-user')
+      .post('/orders')
+      .set('Idempotency-Key', 'checkout-3')
+      .send({ userId: 'someone-else', amountCents: 100 })
+      .expect(403);
     expect(await api.rowCounts()).toEqual(counts);
-    expect(await api.get(first.body.id)).toEqual(first.body);
+    const now = await api.as('idem-user').get(`/orders/${first.body.id}`).expect(200);
+    expect(now.body).toEqual(first.body);
   });
 
   it('creates distinct orders for distinct keys and for requests without a key', async () => {
     const body = { userId: 'idem-user', amountCents: 7 };
     const a = await create('checkout-4a', body).expect(201);
     const b = await create('checkout-4b', body).expect(201);
-    const c = await api.http().post('/orders').send(body).expect(201);
-    const d = await api.http().post('/orders').send(body).expect(201);
+    const c = await api.as('idem-user').post('/orders', body).expect(201);
+    const d = await api.as('idem-user').post('/orders', body).expect(201);
     expect(new Set([a.body.id, b.body.id, c.body.id, d.body.id]).size).toBe(4);
+  });
+
+  it("replays the user's order when the body leaves out userId, the token's user", async () => {
+    const first = await create('checkout-6', { userId: 'idem-user', amountCents: 60 }).expect(201);
+    const again = await api
+      .as('idem-user')
+      .post('/orders')
+      .set('Idempotency-Key', 'checkout-6')
+      .send({ amountCents: 60 })
+      .expect(201);
+    expect(again.body).toEqual(first.body);
   });
 
   it('a rejected request does not use up the key', async () => {

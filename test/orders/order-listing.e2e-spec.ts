@@ -8,7 +8,9 @@ let api: OrdersApi;
 /** Created one second apart, oldest first. */
 const orders: OrderJson[] = [];
 
-const list = async (query: string) => (await api.http().get(`/orders${query}`).expect(200)).body;
+/** An admin's list: every user's orders. */
+const list = async (query: string) =>
+  (await api.as('lister', { admin: true }).get(`/orders${query}`).expect(200)).body;
 
 /** Follows nextCursor until it is null; returns every page's ids. */
 async function allPages(query: string): Promise<string[][]> {
@@ -93,6 +95,19 @@ describe('GET /orders', () => {
     const second = await list(`?limit=10&cursor=${first.nextCursor}`);
     expect(second.items.map((o: OrderJson) => o.id)).toEqual(newestFirst(orders).slice(10, 20));
     expect((await list('?limit=1')).items[0].id).toBe(newer.id);
+  });
+
+  it("lists a user's own orders only, across pages, and refuses another user's filter", async () => {
+    const ann = api.as('ann');
+    const own = newestFirst(orders.filter((o) => o.userId === 'ann'));
+    const first = (await ann.get('/orders?limit=3').expect(200)).body;
+    const second = (await ann.get(`/orders?limit=10&cursor=${first.nextCursor}`).expect(200)).body;
+    const ids = [...first.items, ...second.items].map((o: OrderJson) => o.id);
+    // Her newer order of the test above comes first; then the 9 of the setup.
+    expect(ids.slice(1)).toEqual(own);
+    expect((await ann.get('/orders?userId=ann&limit=100').expect(200)).body.items).toHaveLength(10);
+    const refused = await ann.get('/orders?userId=bob').expect(403);
+    expect(refused.body.message).toContain('"bob"');
   });
 
   it('orders created in the same millisecond still page without gaps', async () => {

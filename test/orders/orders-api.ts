@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createTestApp, type TestApp } from '../support/app-factory.js';
+import { bearer, type TokenOptions } from '../support/auth.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 export const SECOND = 1000;
@@ -11,33 +12,70 @@ export const HOUR = 60 * MINUTE;
 export type OrderJson = Record<string, any> & { id: string; status: string };
 export type EventJson = { type: string; at: string; by: string; data: Record<string, unknown> };
 
-/** The orders API over HTTP, the clock, and a look into the tables behind them. */
+/** Who acts when a test does not say: the user of createOrder's default body. */
+export const DEFAULT_USER = 'user-1';
+
+/** Requests with one user's bearer token. */
+export interface UserHttp {
+  get(path: string): request.Test;
+  post(path: string, body?: object): request.Test;
+}
+
+/**
+ * The orders API over HTTP, the clock, and a look into the tables behind
+ * them. Its helpers act as a user, with that user's token: createOrder as
+ * the body's userId (the user creating their own order), get, history and
+ * action as the user who created the order through createOrder (DEFAULT_USER
+ * for any other id). `as(userId)` picks the user; `http()` sends no token.
+ */
 export class OrdersApi {
+  /** Who created each order through createOrder, by id. */
+  private readonly owners = new Map<string, string>();
+
   constructor(readonly t: TestApp) {}
 
   http() {
     return request(this.t.app.getHttpServer());
   }
 
+  /** Requests as `userId` (with `{ admin: true }`, as an admin). */
+  as(userId: string, options?: TokenOptions): UserHttp {
+    const authorization = bearer(userId, options);
+    return {
+      get: (path) => this.http().get(path).set('Authorization', authorization),
+      post: (path, body) => {
+        const req = this.http().post(path).set('Authorization', authorization);
+        return body === undefined ? req : req.send(body);
+      },
+    };
+  }
+
+  /** Requests as the user who created order `id` through createOrder. */
+  asOwnerOf(id: string): UserHttp {
+    return this.as(this.owners.get(id) ?? DEFAULT_USER);
+  }
+
   async createOrder(
-    body: Record<string, unknown> = { userId: 'user-1', amountCents: 1999 },
+    body: Record<string, unknown> = { userId: DEFAULT_USER, amountCents: 1999 },
   ): Promise<OrderJson> {
-    const res = await this.http().post('/orders').send(body).expect(201);
-    return res.body as OrderJson;
+    const user = typeof body.userId === 'string' ? body.userId : DEFAULT_USER;
+    const res = await this.as(user).post('/orders', body).expect(201);
+    const order = res.body as OrderJson;
+    this.owners.set(order.id, order.userId);
+    return order;
   }
 
   async get(id: string): Promise<OrderJson> {
-    return (await this.http().get(`/orders/${id}`).expect(200)).body as OrderJson;
+    return (await this.asOwnerOf(id).get(`/orders/${id}`).expect(200)).body as OrderJson;
   }
 
   async history(id: string): Promise<EventJson[]> {
-    return (await this.http().get(`/orders/${id}/history`).expect(200)).body as EventJson[];
+    return (await this.asOwnerOf(id).get(`/orders/${id}/history`).expect(200)).body as EventJson[];
   }
 
-  /** POSTs an action (pay, cancel, finish, review) and returns the response. */
+  /** POSTs an action (pay, cancel, finish, review) as the order's user and returns the response. */
   action(id: string, action: string, body?: Record<string, unknown>) {
-    const req = this.http().post(`/orders/${id}/${action}`);
-    return body === undefined ? req : req.send(body);
+    return this.asOwnerOf(id).post(`/orders/${id}/${action}`, body);
   }
 
   /** Moves the ManualClock and waits until every task due by then has run. */

@@ -43,6 +43,20 @@ describe('docker-compose.yml', () => {
     expect(app.depends_on.db.condition).toBe('service_healthy');
   });
 
+  it("passes the users' token settings from the environment, none set by default", () => {
+    const { environment } = compose.services.app;
+    for (const name of [
+      'AUTH_JWT_SECRET',
+      'AUTH_JWKS_URL',
+      'AUTH_ISSUER',
+      'AUTH_AUDIENCE',
+      'AUTH_DISABLED',
+    ]) {
+      expect(composeText).toContain(`${name}: \${${name}:-}`);
+      expect(environment[name]).toBeNull();
+    }
+  });
+
   it("checks the app's readiness with the probe script the build produces", () => {
     const { healthcheck } = compose.services.app;
     expect(healthcheck.test).toEqual(['CMD', 'node', PROBE, '/health/ready']);

@@ -4,6 +4,7 @@ import { AppModule } from '../../src/app.module.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { configureApp } from '../../src/configure-app.js';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
+import { TEST_AUTH_SECRET } from './auth.js';
 import { preparedStatementsEnv, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -12,6 +13,15 @@ export interface TestApp {
   /** The delay module's test driver: `advance`, `assertScheduled`, `perform`. */
   delay: DelayTester;
   config: AppConfig;
+}
+
+/**
+ * Users' tokens are HS256 with TEST_AUTH_SECRET (test/support/auth.ts signs
+ * them), unless `env` sets an AUTH_* variable of its own.
+ */
+export function withTestAuth(env: Record<string, string>): Record<string, string> {
+  const own = ['AUTH_JWT_SECRET', 'AUTH_JWKS_URL', 'AUTH_DISABLED'].some((name) => name in env);
+  return own ? env : { AUTH_JWT_SECRET: TEST_AUTH_SECRET, ...env };
 }
 
 /**
@@ -27,7 +37,7 @@ export async function createTestApp(
   const config = loadConfig({
     DB_POOL_SIZE: String(db.poolSize),
     ...preparedStatementsEnv,
-    ...env,
+    ...withTestAuth(env),
   });
   const moduleRef = await useManualClock(
     Test.createTestingModule({ imports: [AppModule.forRoot(config, db.url)] }),

@@ -26,8 +26,10 @@ export class DelayGauges implements OnModuleInit {
       'Fired or overdue tasks in the claim queue, waiting for a claim transaction',
       () => this.delay.stats().queued,
     );
-    stat('delay_backlog_draining', '1 while overdue unleased tasks are being read (the backlog drain)', () =>
-      Number(this.delay.stats().drainingBacklog),
+    stat(
+      'delay_backlog_draining',
+      '1 while overdue unleased tasks are being read (the backlog drain)',
+      () => Number(this.delay.stats().drainingBacklog),
     );
     stat('delay_runtime_running', '1 while the delay runtime fires and claims', () =>
       Number(this.delay.stats().running),
