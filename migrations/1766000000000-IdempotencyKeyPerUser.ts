@@ -2,35 +2,44 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Idempotency-Keys belong to the user who sent them (the token's `sub`): one
- * user's key can neither take another's nor replay the order it made. The
- * key's uniqueness becomes (user_id, key); a key already stored gets the user
- * of the order it created, who was the only one to send it until now.
+ * user's key can neither take another's nor replay the order it made. They
+ * move to `user_idempotency_key`, unique per (user_id, key); a key already
+ * stored is copied there as its order's user's, who was the only one to send
+ * it until now.
+ *
+ * An expand step: `order_idempotency_key` (one key for everyone) stays, and
+ * this release still writes each key there too. The release before it reads
+ * and writes only that table and runs beside this one during a rolling
+ * deploy, so a client's retry answered by either release finds the order
+ * the other one made (orders.service.ts, earlierOrderFor). A later release,
+ * once no instance of the one before this runs, drops it.
  */
 export class IdempotencyKeyPerUser1766000000000 implements MigrationInterface {
   name = 'IdempotencyKeyPerUser1766000000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`ALTER TABLE order_idempotency_key ADD COLUMN user_id text`);
+    // As the shared table: the key row is inserted before the order it names,
+    // so the foreign key is checked at commit.
     await queryRunner.query(`
-      UPDATE order_idempotency_key k SET user_id = o.user_id
-      FROM orders o WHERE o.id = k.order_id`);
+      CREATE TABLE user_idempotency_key (
+        user_id      text        NOT NULL CHECK (char_length(user_id) BETWEEN 1 AND 64),
+        key          text        NOT NULL CHECK (char_length(key) BETWEEN 1 AND 200),
+        request_hash text        NOT NULL,
+        order_id     uuid        NOT NULL REFERENCES orders (id) DEFERRABLE INITIALLY DEFERRED,
+        created_at   timestamptz NOT NULL,
+        PRIMARY KEY (user_id, key)
+      )`);
+    await queryRunner.query(
+      `CREATE INDEX user_idempotency_key_created_idx ON user_idempotency_key (created_at)`,
+    );
     await queryRunner.query(`
-      ALTER TABLE order_idempotency_key
-        ALTER COLUMN user_id SET NOT NULL,
-        ADD CONSTRAINT order_idempotency_key_user_id_check CHECK (char_length(user_id) BETWEEN 1 AND 64),
-        DROP CONSTRAINT order_idempotency_key_pkey,
-        ADD CONSTRAINT order_idempotency_key_pkey PRIMARY KEY (user_id, key)`);
+      INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
+      SELECT o.user_id, k.key, k.request_hash, k.order_id, k.created_at
+      FROM order_idempotency_key k JOIN orders o ON o.id = k.order_id`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    // A key two users hold cannot be unique alone: the newest stays (a key is a 24-hour memory).
-    await queryRunner.query(`
-      DELETE FROM order_idempotency_key a USING order_idempotency_key b
-      WHERE a.key = b.key AND (a.created_at, a.user_id) < (b.created_at, b.user_id)`);
-    await queryRunner.query(`
-      ALTER TABLE order_idempotency_key
-        DROP CONSTRAINT order_idempotency_key_pkey,
-        ADD CONSTRAINT order_idempotency_key_pkey PRIMARY KEY (key),
-        DROP COLUMN user_id`);
+    // The shared table has every key this release took (each written there too, unless another user held it).
+    await queryRunner.query(`DROP TABLE user_idempotency_key`);
   }
 }

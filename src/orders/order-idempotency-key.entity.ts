@@ -4,7 +4,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * The Idempotency-Key of a `POST /orders`, the hash of its body and the order
  * it created; unique per user (who sent it), so one user's key is not another's.
  */
-@Entity({ name: 'order_idempotency_key' })
+@Entity({ name: 'user_idempotency_key' })
 export class OrderIdempotencyKey {
   @PrimaryColumn({ name: 'user_id', type: 'text' })
   userId!: string;

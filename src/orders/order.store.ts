@@ -52,17 +52,31 @@ export async function applyTransition(
 // the purge cannot delete it before it is read below.
 // Keys are per user ($6): the same key from two users is two keys.
 const CLAIM_IDEMPOTENCY_KEY = `
-  INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+  INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
   VALUES ($6, $1, $2, $3, $4)
   ON CONFLICT (user_id, key) DO UPDATE
     SET request_hash = EXCLUDED.request_hash, order_id = EXCLUDED.order_id, created_at = EXCLUDED.created_at
-    WHERE order_idempotency_key.created_at <= $5
+    WHERE user_idempotency_key.created_at <= $5
   RETURNING key`;
+
+// The release before per-user keys keeps one key for everyone in
+// order_idempotency_key, and may run beside this one (a rolling deploy;
+// migration IdempotencyKeyPerUser1766000000000): a live key there for one of
+// this user's orders is an earlier request of theirs, and every key this
+// release takes is written there too, unless another user holds it.
+const EARLIER_IN_SHARED_KEYS = `
+  SELECT k.request_hash AS "requestHash", k.order_id AS "orderId"
+  FROM order_idempotency_key k JOIN orders o ON o.id = k.order_id
+  WHERE k.key = $1 AND o.user_id = $2 AND k.created_at > $3`;
+const SHARE_KEY = `
+  INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at)
+  VALUES ($1, $2, $3, $4)
+  ON CONFLICT (key) DO NOTHING`;
 
 /**
  * Records that `userId`'s key creates order `orderId`. Returns undefined
  * when it did (a new key, or one expired by `expiredBefore`), or the earlier
- * request's row when the user's key is still in use.
+ * request's hash and order when the user's key is still in use.
  */
 export async function claimIdempotencyKey(
   manager: EntityManager,
@@ -74,7 +88,12 @@ export async function claimIdempotencyKey(
     at: Date;
     expiredBefore: Date;
   },
-): Promise<OrderIdempotencyKey | undefined> {
+): Promise<Pick<OrderIdempotencyKey, 'requestHash' | 'orderId'> | undefined> {
+  const [shared]: Array<Pick<OrderIdempotencyKey, 'requestHash' | 'orderId'>> = await manager.query(
+    EARLIER_IN_SHARED_KEYS,
+    [claim.key, claim.userId, claim.expiredBefore],
+  );
+  if (shared) return shared;
   const inserted: unknown[] = await manager.query(CLAIM_IDEMPOTENCY_KEY, [
     claim.key,
     claim.requestHash,
@@ -83,7 +102,10 @@ export async function claimIdempotencyKey(
     claim.expiredBefore,
     claim.userId,
   ]);
-  if (inserted.length > 0) return undefined;
+  if (inserted.length > 0) {
+    await manager.query(SHARE_KEY, [claim.key, claim.requestHash, claim.orderId, claim.at]);
+    return undefined;
+  }
   // The conflicting row is committed and locked by the statement above.
   return manager.findOneByOrFail(OrderIdempotencyKey, { userId: claim.userId, key: claim.key });
 }
@@ -92,15 +114,24 @@ export async function claimIdempotencyKey(
 // passes it by rather than wait for that request.
 const PURGE_IDEMPOTENCY_KEYS = `
   WITH gone AS (
-    DELETE FROM order_idempotency_key
+    DELETE FROM user_idempotency_key
     WHERE (user_id, key) IN (
-      SELECT user_id, key FROM order_idempotency_key
+      SELECT user_id, key FROM user_idempotency_key
       WHERE created_at <= $1
       ORDER BY created_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED)
     RETURNING 1)
   SELECT count(*)::int AS deleted FROM gone`;
+// The shared keys' expired rows too, until the release that drops their table.
+const PURGE_SHARED_KEYS = `
+  DELETE FROM order_idempotency_key
+  WHERE key IN (
+    SELECT key FROM order_idempotency_key
+    WHERE created_at <= $1
+    ORDER BY created_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)`;
 
 /** Deletes up to `limit` keys created at or before `expiredBefore`, oldest first; returns how many. */
 export async function purgeIdempotencyKeys(
@@ -112,5 +143,6 @@ export async function purgeIdempotencyKeys(
     expiredBefore,
     limit,
   ]);
+  await manager.query(PURGE_SHARED_KEYS, [expiredBefore, limit]);
   return deleted;
 }

@@ -36,11 +36,7 @@ export async function freePort(): Promise<number> {
 export async function startApp(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
-  {
-    cwd,
-    build,
-    testSecret = true,
-  }: { cwd?: string; build?: string; testSecret?: boolean } = {},
+  { cwd, build, testSecret = true }: { cwd?: string; build?: string; testSecret?: boolean } = {},
 ): Promise<AppProcess> {
   const port = await freePort();
   const ownAuth = !testSecret || Object.keys(env).some((name) => name.startsWith('AUTH_'));
@@ -105,12 +101,14 @@ export async function json(
   url: string,
   body?: unknown,
   authorization: string | null = adminBearer(),
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: any }> {
   const res = await fetch(url, {
     method,
     headers: {
       ...(body !== undefined && { 'content-type': 'application/json' }),
       ...(authorization !== null && { authorization }),
+      ...headers,
     },
     body: body === undefined ? undefined : JSON.stringify(body),
   });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { json, startApp, type AppProcess } from './app-process.js';
+import { bearer } from '../support/auth.js';
 import { buildPreviousRelease, findPreviousRelease } from '../support/previous-release.js';
 import { createTestDatabase, serverUrl, type TestDatabase } from '../support/test-database.js';
 
@@ -89,11 +90,20 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
     const serverErrors: string[] = [];
     const failures: string[] = [];
     let turn = 0;
-    const request = async (method: string, path: string, body?: unknown) => {
+    const request = async (
+      method: string,
+      path: string,
+      body?: unknown,
+      as?: { user: string; idempotencyKey: string },
+    ) => {
       const target = rotation[turn++ % rotation.length];
       target.inFlight++;
       try {
-        const res = await json(method, `${target.app.baseUrl}${path}`, body);
+        const res = as
+          ? await json(method, `${target.app.baseUrl}${path}`, body, bearer(as.user), {
+              'idempotency-key': as.idempotencyKey,
+            })
+          : await json(method, `${target.app.baseUrl}${path}`, body);
         answers.set(res.status, (answers.get(res.status) ?? 0) + 1);
         if (res.status >= 500) {
           serverErrors.push(
@@ -112,10 +122,22 @@ describeWithPreviousRelease('a rolling deploy over the previous release', () => 
     let loading = true;
     const customer = async (n: number) => {
       for (let i = 0; loading; i++) {
-        const created = await request('POST', '/orders', {
-          userId: `deploy-${n}`,
-          amountCents: 100,
-        });
+        // As the customer, with an Idempotency-Key sent twice (a client's retry), each time
+        // to the next instance: keys must hold across releases while both run.
+        const create = () =>
+          request(
+            'POST',
+            '/orders',
+            { userId: `deploy-${n}`, amountCents: 100 },
+            { user: `deploy-${n}`, idempotencyKey: `deploy-${n}-${i}` },
+          );
+        const created = await create();
+        const retried = await create();
+        if (created?.status === 201 && retried?.body?.id !== created.body.id) {
+          failures.push(
+            `deploy-${n}'s retry of key ${i} answered ${retried?.status} ${JSON.stringify(retried?.body)}, not its order ${created.body.id}`,
+          );
+        }
         if (created?.status === 201) {
           const id = created.body.id as string;
           if ((n + i) % 3 === 1) {

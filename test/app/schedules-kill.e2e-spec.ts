@@ -102,7 +102,7 @@ describeWithServer('a schedule across three instances killed and restarted', () 
       amountCents: 1,
     });
     await admin.query(
-      `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+      `INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
        SELECT 'purge', 'old-' || i, 'h', $1, now() - interval '25 hours' FROM generate_series(1, 3000) AS i`,
       [order.body.id],
     );
@@ -157,7 +157,7 @@ describeWithServer('a schedule across three instances killed and restarted', () 
     const keys = (
       await admin.query<{ old: number; live: number }>(
         `SELECT count(*) FILTER (WHERE key LIKE 'old-%')::int AS old,
-                count(*) FILTER (WHERE key NOT LIKE 'old-%')::int AS live FROM order_idempotency_key`,
+                count(*) FILTER (WHERE key NOT LIKE 'old-%')::int AS live FROM user_idempotency_key`,
       )
     ).rows[0];
     expect(keys).toEqual({ old: 0, live: 1 });

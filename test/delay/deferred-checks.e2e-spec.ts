@@ -151,10 +151,10 @@ describe('a deferrable constraint added while the app runs', () => {
 
   it('is checked in the first claim that breaks it: that task fails, its batch-mates commit', async () => {
     const f = fresh.t;
-    // The app's schema has one deferrable key of its own: made immediate in this database.
-    await f.query(
-      `ALTER TABLE order_idempotency_key ALTER CONSTRAINT order_idempotency_key_order_id_fkey NOT DEFERRABLE`,
-    );
+    // The app's schema has deferrable keys of its own: made immediate in this database.
+    for (const table of ['order_idempotency_key', 'user_idempotency_key']) {
+      await f.query(`ALTER TABLE ${table} ALTER CONSTRAINT ${table}_order_id_fkey NOT DEFERRABLE`);
+    }
     // Claims run while the database has no deferrable constraint…
     const early = await f.delay.schedule(effectsTask());
     await f.tester.runDue();

@@ -4,7 +4,8 @@ import { IdempotencyKeyPerUser1766000000000 } from '../../migrations/17660000000
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 // The migration that makes Idempotency-Keys per user, both ways: up, two
-// users hold one key; down, the newest of them stays, and up again.
+// users hold one key, and the shared table of the release before stays as
+// it was; down, that table is all there is again, and up again copies it.
 
 const AT = new Date(Date.UTC(2026, 0, 1));
 
@@ -40,27 +41,32 @@ async function order(userId: string): Promise<string> {
 
 const key = (userId: string, orderId: string, minutes: number) =>
   dataSource.query(
-    `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+    `INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
      VALUES ($1, 'shared-key', 'h', $2, $3)`,
     [userId, orderId, new Date(AT.getTime() + minutes * 60_000)],
   );
 
-it('keys one key per user, and goes back to one per key keeping the newest', async () => {
+it('keys one key per user, beside the shared keys, and back', async () => {
   const ann = await order('ann');
   const bob = await order('bob');
   await key('ann', ann, 0);
   await key('bob', bob, 5);
-  await expect(key('ann', ann, 10)).rejects.toThrow(/order_idempotency_key_pkey/);
+  await expect(key('ann', ann, 10)).rejects.toThrow(/user_idempotency_key_pkey/);
+  // What the release before this one wrote, in the table it still reads.
+  await dataSource.query(
+    `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at) VALUES ('old-key', 'h', $1, $2)`,
+    [ann, AT],
+  );
 
   const last = await dataSource.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
   expect(last).toEqual([{ name: IdempotencyKeyPerUser1766000000000.name }]);
   await dataSource.undoLastMigration({ transaction: 'each' });
-  expect(await dataSource.query(`SELECT key, order_id FROM order_idempotency_key`)).toEqual([
-    { key: 'shared-key', order_id: bob },
+  expect(await dataSource.query(`SELECT to_regclass('user_idempotency_key') AS t`)).toEqual([
+    { t: null },
   ]);
 
   await dataSource.runMigrations();
-  expect(await dataSource.query(`SELECT user_id, key FROM order_idempotency_key`)).toEqual([
-    { user_id: 'bob', key: 'shared-key' },
-  ]);
+  expect(await dataSource.query(`SELECT user_id, key, order_id FROM user_idempotency_key`)).toEqual(
+    [{ user_id: 'ann', key: 'old-key', order_id: ann }],
+  );
 });

@@ -14,7 +14,7 @@ const create = (key: string, body: Record<string, unknown>) =>
   api.as(String(body.userId)).post('/orders').set('Idempotency-Key', key).send(body);
 
 const keys = async () =>
-  (await api.query<{ key: string }>(`SELECT key FROM order_idempotency_key ORDER BY key`)).map(
+  (await api.query<{ key: string }>(`SELECT key FROM user_idempotency_key ORDER BY key`)).map(
     (row) => row.key,
   );
 
@@ -59,14 +59,14 @@ describe('the purge of Idempotency-Keys older than 24 hours', () => {
     const order = await api.createOrder({ userId: 'purge-bulk', amountCents: 1 });
     const createdAt = new Date(t.clock.now() - 25 * HOUR);
     await api.query(
-      `INSERT INTO order_idempotency_key (user_id, key, request_hash, order_id, created_at)
+      `INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
        SELECT 'purge-bulk', 'bulk-' || i, 'h', $1, $2 FROM generate_series(1, 10500) AS i`,
       [order.id, createdAt],
     );
     const bulk = async () =>
       (
         await api.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM order_idempotency_key WHERE key LIKE 'bulk-%'`,
+          `SELECT count(*)::int AS n FROM user_idempotency_key WHERE key LIKE 'bulk-%'`,
         )
       )[0].n;
     const next = 10 * MINUTE - (t.clock.now() % (10 * MINUTE));

@@ -1,4 +1,5 @@
 import type { TestApp } from '../support/app-factory.js';
+import { createRequestHash } from '../../src/orders/create-request-hash.js';
 import { OrdersApi, useOrdersApp } from './orders-api.js';
 
 const app = useOrdersApp();
@@ -92,7 +93,7 @@ describe('POST /orders with an Idempotency-Key', () => {
     const after = await api.rowCounts();
     expect(after.orders - counts.orders).toBe(1);
     expect(after.delayed_task - counts.delayed_task).toBe(1);
-    expect(after.order_idempotency_key - counts.order_idempotency_key).toBe(1);
+    expect(after.user_idempotency_key - counts.user_idempotency_key).toBe(1);
   });
 
   it('lets exactly one of several different bodies racing on one key win', async () => {
@@ -104,7 +105,37 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(responses.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
     const winner = responses.find((r) => r.status === 201)!;
     expect(
-      await api.query(`SELECT order_id FROM order_idempotency_key WHERE key = 'checkout-race-2'`),
+      await api.query(`SELECT order_id FROM user_idempotency_key WHERE key = 'checkout-race-2'`),
     ).toEqual([{ order_id: winner.body.id }]);
+  });
+});
+
+// During a rolling deploy the release before per-user keys runs beside this
+// one and knows only order_idempotency_key (one key for everyone): a client's
+// retry may reach either release.
+describe('Idempotency-Keys beside the release before per-user keys', () => {
+  it('writes each key to the shared table too, where that release looks', async () => {
+    const first = await create('rolling-1', { userId: 'roll-user', amountCents: 5 }).expect(201);
+    expect(
+      await api.query(`SELECT order_id FROM order_idempotency_key WHERE key = 'rolling-1'`),
+    ).toEqual([{ order_id: first.body.id }]);
+  });
+
+  it("answers a retry with the order the release before made for this user's key", async () => {
+    const mine = await api.as('roll-user').post('/orders').send({ amountCents: 6 }).expect(201);
+    // As that release wrote it: the key alone, for the order it created.
+    await api.query(
+      `INSERT INTO order_idempotency_key (key, request_hash, order_id, created_at) VALUES ('rolling-2', $1, $2, $3)`,
+      [
+        createRequestHash({ userId: 'roll-user', amountCents: 6 }),
+        mine.body.id,
+        new Date(t.clock.now()),
+      ],
+    );
+    const again = await create('rolling-2', { userId: 'roll-user', amountCents: 6 }).expect(201);
+    expect(again.body.id).toBe(mine.body.id);
+    // Another user's key there is not theirs: a new order of their own.
+    const other = await create('rolling-2', { userId: 'roll-other', amountCents: 6 }).expect(201);
+    expect(other.body.id).not.toBe(mine.body.id);
   });
 });

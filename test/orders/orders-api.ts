@@ -117,7 +117,7 @@ export class OrdersApi {
       SELECT (SELECT count(*) FROM orders)::int AS orders,
              (SELECT count(*) FROM order_event)::int AS order_event,
              (SELECT count(*) FROM delayed_task)::int AS delayed_task,
-             (SELECT count(*) FROM order_idempotency_key)::int AS order_idempotency_key`);
+             (SELECT count(*) FROM user_idempotency_key)::int AS user_idempotency_key`);
     return row;
   }
 

@@ -187,7 +187,7 @@ describe('an attacker with a token of their own (AUTH_JWT_SECRET)', () => {
     expect(hersAgain.body.id).toBe(hers.body.id);
     expect(
       await api.query(
-        `SELECT user_id, order_id FROM order_idempotency_key WHERE key = $1 ORDER BY user_id`,
+        `SELECT user_id, order_id FROM user_idempotency_key WHERE key = $1 ORDER BY user_id`,
         [key],
       ),
     ).toEqual([
