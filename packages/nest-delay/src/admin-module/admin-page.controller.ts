@@ -3,7 +3,6 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Controller, Get, Inject, NotFoundException, Param, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { AdminAppGuard } from './admin-app.guard.js';
 import { ADMIN_OPTIONS, type AdminOptions } from './admin.options.js';
 
@@ -16,6 +15,12 @@ const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
+
+/** Express's response, as far as it is used: its types are not a dependency of the package. */
+interface PageResponse {
+  setHeader(name: string, value: string): unknown;
+  type(contentType: string): { send(body: Buffer): unknown };
+}
 
 interface PageFile {
   type: string;
@@ -74,19 +79,19 @@ export class AdminPageController {
   }
 
   @Get()
-  page(@Res() res: Response): void {
+  page(@Res() res: PageResponse): void {
     this.send(res, 'index.html');
   }
 
   @Get('assets/:file')
-  asset(@Param('file') file: string, @Res() res: Response): void {
+  asset(@Param('file') file: string, @Res() res: PageResponse): void {
     if (file === 'index.html' || !this.files.has(file)) {
       throw new NotFoundException(`No admin page asset named ${JSON.stringify(file)}`);
     }
     this.send(res, file);
   }
 
-  private send(res: Response, name: string): void {
+  private send(res: PageResponse, name: string): void {
     const { type, body } = this.files.get(name)!;
     // Revalidated on each load: an upgrade never leaves an old script beside a new page.
     res.setHeader('Cache-Control', 'no-cache');

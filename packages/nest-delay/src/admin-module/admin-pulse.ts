@@ -10,7 +10,7 @@ export const PULSE_SECONDS = 300;
 
 /**
  * Upper bounds of the lateness buckets, in ms (the last one is open): log-ish
- * steps an operator reads at a glance, from "on time" to "a minute late".
+ * steps an operator reads at a glance: on time, a little late, a minute late.
  */
 export const LATENESS_BOUNDS_MS = [
   1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000,

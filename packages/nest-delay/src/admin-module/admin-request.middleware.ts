@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
+
+// Express's shapes, as far as they are used: its types are not a dependency of the package.
+interface HttpRequest {
+  headers: Record<string, string | string[] | undefined>;
+}
+interface HttpResponse {
+  setHeader(name: string, value: string): unknown;
+}
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 /** A caller's request id is kept if it is this plain (it goes into log lines). */
@@ -11,7 +18,7 @@ const USABLE_ID = /^[\w.:-]{1,128}$/;
  * handlers and echoed on the response; and `Cache-Control: no-store`, since
  * admin answers are live and private.
  */
-export function adminRequest(req: Request, res: Response, next: NextFunction): void {
+export function adminRequest(req: HttpRequest, res: HttpResponse, next: () => void): void {
   const given = req.headers[REQUEST_ID_HEADER];
   const id = typeof given === 'string' && USABLE_ID.test(given) ? given : randomUUID();
   req.headers[REQUEST_ID_HEADER] = id;
