@@ -200,7 +200,7 @@ describeInChromium('admin module browser test')(
       await page.waitForSelector('#nav:not([hidden])');
       expect(await page.isHidden('#login')).toBe(true);
       expect(await textOf(page, '#nav a[data-view=timeline]')).toBe('Entity timeline');
-      await page.waitForSelector('#timeline-body:not([hidden])');
+      await page.waitForSelector('#timeline-steps tbody tr[data-event="scheduled"]');
       expect(await textOf(page, '#timeline-title')).toBe('user:7');
       expect(await textOf(page, '#timeline-tasks')).toContain('reminder.send');
       expect(errorsOf(page)).toEqual([]);

@@ -72,6 +72,7 @@ function showLogin(message) {
   error.textContent = message ?? '';
   // Without a token the app's guard alone decides: nothing to paste here.
   $('login-form').hidden = !needsToken;
+  $('login-help').hidden = !needsToken;
   if (needsToken) $('token').focus();
 }
 
