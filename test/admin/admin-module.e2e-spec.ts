@@ -131,6 +131,12 @@ describe("DelayAdminModule behind the app's guard, at a path of its own", () => 
     expect(res.status).toBe(400);
     expect(JSON.stringify(res.body.message)).toMatch(/colour should not exist/);
   });
+
+  it('points its errors at its own routes', async () => {
+    const res = await http().post('/ops/delay/api/types/no.such/pause').set('x-operator', 'alice');
+    expect(res.status).toBe(404);
+    expect(res.body.message).toContain('(GET /ops/delay/api/types lists them)');
+  });
 });
 
 describe('DelayAdminModule with both a guard and a token', () => {

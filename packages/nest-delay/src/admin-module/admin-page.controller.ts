@@ -35,9 +35,9 @@ const escapeHtml = (text: string) =>
 
 /**
  * Every file of the page, read once at start: nothing outside this list can
- * be asked for. index.html gets the module's path (its `<base>`, so the
- * page's own links and API calls follow the mount), whether it asks for a
- * token, and what the timeline calls an entity.
+ * be asked for. index.html gets the module's path (in its asset links and a
+ * meta tag the scripts read, so the page follows the mount), whether it asks
+ * for a token, and what the timeline calls an entity.
  */
 function readPage(options: AdminOptions): Map<string, PageFile> {
   const files = new Map<string, PageFile>();

@@ -12,8 +12,8 @@ export const taskIdNotFound = (id: string) => `No delayed task with id ${id}`;
 export const invalidTaskType = (value: string) =>
   `type must be a task type: 1 to 200 characters, without NUL characters or unpaired surrogates; got ${JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)}`;
 
-export const unknownTaskType = (type: string) =>
-  `No task type is named ${JSON.stringify(type)}: no handler for it here and nothing set for it at run time (GET /admin/api/types lists them)`;
+export const unknownTaskType = (type: string, path: string) =>
+  `No task type is named ${JSON.stringify(type)}: no handler for it here and nothing set for it at run time (GET ${path}/api/types lists them)`;
 
 export const emptyLimitChange =
   'Give concurrency, rate or both (null removes that limit); DELETE goes back to the declared limits';
