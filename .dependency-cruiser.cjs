@@ -26,6 +26,7 @@ const LAYERS = [
   ['retention', `${P}retention/`],
   ['runtime', `${P}runtime/`],
   ['services', `(${SERVICE}|${TOP_ROOT}|${P}admin/)`],
+  ['admin-module', `${P}admin-module/`],
   ['testing', `${P}testing/`],
 ];
 /** One rule a layer: nothing in it imports from a layer above it. */
@@ -69,6 +70,14 @@ module.exports = {
     },
     ...layerRules,
     {
+      name: 'admin-module-only-through-its-entry',
+      severity: 'error',
+      comment:
+        'nest-delay/admin is an entry of its own (it needs class-validator and @nestjs/swagger): the rest of the package never imports it.',
+      from: { path: P, pathNot: `${P}admin-module/` },
+      to: { path: `${P}admin-module/` },
+    },
+    {
       name: 'package-never-imports-the-app',
       severity: 'error',
       from: { path: '^packages/nest-delay/' },
@@ -78,11 +87,13 @@ module.exports = {
       name: 'app-uses-the-package-by-name',
       severity: 'error',
       comment:
-        'The app imports nest-delay, nest-delay/testing or nest-delay/internal, never its files.',
+        'The app imports nest-delay, nest-delay/testing, nest-delay/admin or nest-delay/internal, never its files.',
       from: { path: '^src/' },
       to: {
         path: '^packages/nest-delay/src/',
-        pathNot: ['^packages/nest-delay/src/(index|internal|testing/index)[.]ts$'],
+        pathNot: [
+          '^packages/nest-delay/src/(index|internal|testing/index|admin-module/index)[.]ts$',
+        ],
       },
     },
   ],

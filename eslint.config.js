@@ -34,7 +34,7 @@ export default tseslint.config(
   },
   {
     // The admin page's modules run in the browser.
-    files: ['src/admin/page/**/*.js'],
+    files: ['packages/nest-delay/src/admin-module/page/**/*.js'],
     languageOptions: {
       globals: {
         window: 'readonly',

@@ -10,6 +10,7 @@ export default {
     // The app and its tests import the package by name; Jest runs its sources.
     '^nest-delay$': '<rootDir>/packages/nest-delay/src/index.ts',
     '^nest-delay/testing$': '<rootDir>/packages/nest-delay/src/testing/index.ts',
+    '^nest-delay/admin$': '<rootDir>/packages/nest-delay/src/admin-module/index.ts',
     // Not covered by semver: the app's own code reaches engine internals here.
     '^nest-delay/internal$': '<rootDir>/packages/nest-delay/src/internal.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

@@ -7,8 +7,7 @@ import { dataSourceOptions } from './database/data-source-options.js';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DelayModule } from 'nest-delay';
 import { OrdersModule } from './orders/orders.module.js';
-import { AdminPulse } from './admin/admin-pulse.js';
-import { AdminModule } from './admin/admin.module.js';
+import { DelayAdminModule } from 'nest-delay/admin';
 import { DelayEventsBridge } from './ops/events/delay-events.bridge.js';
 import { OpsEventsModule } from './ops/events/ops-events.module.js';
 import { HealthModule } from './ops/health/health.module.js';
@@ -19,14 +18,12 @@ import { combineObservers } from './ops/delay-observer.js';
 /**
  * The whole service: validated configuration, the database (migrated at
  * start unless told not to), DelayModule and the modules that use it, and
- * operations (probes, metrics, events) and the admin API when ADMIN_TOKEN is
- * set. `databaseUrl` is the server from DATABASE_URL or the embedded Postgres.
+ * operations (probes, metrics, events) and nest-delay's admin page and API
+ * when ADMIN_TOKEN is set. `databaseUrl` is the server from DATABASE_URL or the embedded Postgres.
  */
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
-    // Made here, not injected: DelayModule's factory needs it before the admin module exists.
-    const pulse = config.adminToken ? new AdminPulse() : undefined;
     return {
       module: AppModule,
       imports: [
@@ -64,7 +61,6 @@ export class AppModule {
             observer: combineObservers([
               ...(metrics ? [metrics] : []),
               ...(config.eventsEnabled ? [bridge] : []),
-              ...(pulse ? [pulse] : []),
             ]),
           }),
         }),
@@ -76,12 +72,13 @@ export class AppModule {
         HealthModule,
         ...(config.metricsEnabled ? [MetricsModule] : []),
         // No token, no admin routes at all: they answer 404 like any unknown path.
-        ...(config.adminToken && pulse
+        ...(config.adminToken
           ? [
-              AdminModule.register({
+              DelayAdminModule.forRoot({
+                path: '/admin',
                 token: config.adminToken,
                 countCap: config.adminCountCap,
-                pulse,
+                entity: { name: 'Order', prefix: 'order:' },
               }),
             ]
           : []),

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeWithServer } from '../support/test-database.js';
 import {
@@ -9,7 +10,8 @@ import {
   NEST_NEW_FILES,
   NEST_NEW_SCRIPTS,
 } from './nest-new-app.js';
-import { captionedFiles, installLines, withinRange } from './readme-setup.js';
+import { chromium } from 'playwright-core';
+import { captionedFiles, installLines, spliceModuleLines, withinRange } from './readme-setup.js';
 import { serverDatabase } from './server-database.js';
 import {
   cleanUp,
@@ -24,9 +26,10 @@ import {
 } from './tarball.js';
 
 // The issue's stranger: an app as `nest new` (CLI 12) makes it, Vitest and
-// TypeScript 6, then the package README's Installing, Getting started and
-// Tracing followed to the letter: its install lines, the files it shows, its
-// commands. Nothing else from this repository reaches the app but the tarball.
+// TypeScript 6, then the package README's Installing, Getting started, The
+// admin page and Tracing followed to the letter: its install lines, the files
+// it shows, the lines it adds, its commands. Nothing else from this
+// repository reaches the app but the tarball.
 // The scaffold's two Vitest configs stay apart: `npm test` runs the unit
 // tests with no database, `npm run test:e2e` the ones that boot the app
 // (the README's, the docs' tracing and dead-letter tests, the scaffold's own),
@@ -59,41 +62,111 @@ function appFiles(): Map<string, string> {
   }
   // "import it first in main.ts", as the README's Tracing says.
   files.set('src/main.ts', `${TRACING_IMPORT}\n${files.get('src/main.ts')}`);
+  // The admin page's lines, "in AppModule's imports, after DelayModule".
+  files.set(
+    'src/app.module.ts',
+    spliceModuleLines(
+      readme,
+      '## The admin page',
+      files.get('src/app.module.ts')!,
+      'DelayModule.forRoot(',
+    ),
+  );
   return files;
 }
 
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ADMIN_TOKEN = randomBytes(32).toString('hex');
+
+/** What the admin page showed of one order's timeline, signed in with the token. */
+interface AdminPageSeen {
+  title: string;
+  tasks: string;
+  due: string;
+  errors: string[];
+}
+
 /**
- * Starts the built app, creates an order closing 1 s later over HTTP, waits
- * for the handler's log line, then sends SIGTERM; resolves with its output
- * and exit code. Waits on the line, never on time (the timeout only ends a hang).
+ * Opens the app's /admin on order o-3's timeline in Chromium, pastes the
+ * token as the README says, and reads the timeline: a task still due.
+ */
+async function readAdminPage(port: string): Promise<AdminPageSeen> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+  });
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`http://127.0.0.1:${port}/admin#/timeline?entity=order:o-3`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.click('#login-form button[type=submit]');
+    // The body shows at once; its rows once the timeline is read.
+    await page.waitForSelector('#timeline-steps tbody tr[data-event="scheduled"]', {
+      timeout: 20_000,
+    });
+    const text = (selector: string) => page.locator(selector).first().innerText();
+    return {
+      title: await text('#timeline-title'),
+      tasks: await text('#timeline-tasks'),
+      due: await text('#timeline-due'),
+      errors,
+    };
+  } finally {
+    await browser.close();
+  }
+}
+
+/**
+ * Starts the built app, creates an order closing 1 s later and one closing
+ * in an hour over HTTP, waits for the first's handler log line, reads the
+ * admin page (when there is a Chromium), then sends SIGTERM; resolves with
+ * its output and exit code. Waits on the line, never on time (the timeout
+ * only ends a hang).
  */
 function runApp(
   cwd: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ exit: string; output: string; answers: string[] }> {
+): Promise<{
+  exit: string;
+  output: string;
+  answers: string[];
+  admin: AdminPageSeen | Error | 'no chromium' | undefined;
+}> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['dist/main.js'], { cwd, env });
     let output = '';
     const answers: string[] = [];
     let posted = false;
-    const hang = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    let admin: AdminPageSeen | Error | 'no chromium' | undefined;
+    const hang = setTimeout(() => child.kill('SIGKILL'), 90_000);
     const onData = async (chunk: Buffer) => {
       output += chunk.toString();
       if (!posted && output.includes('Nest application successfully started')) {
         posted = true;
         const base = `http://127.0.0.1:${env.PORT}/orders`;
-        for (const url of [`${base}/o-1?closeAfter=1s`, `${base}/o-2?closeAfter=soon`]) {
+        for (const url of [
+          `${base}/o-1?closeAfter=1s`,
+          `${base}/o-2?closeAfter=soon`,
+          `${base}/o-3?closeAfter=1h`,
+        ]) {
           const response = await postOnceListening(url, () => child.exitCode === null);
           answers.push(`${response.status} ${await response.text()}`);
         }
       }
-      if (/Order o-1 closed, \d+ ms after its due time/.test(output)) child.kill('SIGTERM');
+      if (admin === undefined && /Order o-1 closed, \d+ ms after its due time/.test(output)) {
+        admin = existsSync(CHROMIUM)
+          ? await readAdminPage(env.PORT!).catch((error: Error) => error)
+          : 'no chromium';
+        child.kill('SIGTERM');
+      }
     };
     child.stdout.on('data', (c: Buffer) => void onData(c).catch(reject));
     child.stderr.on('data', (c: Buffer) => void onData(c).catch(reject));
     child.on('exit', (code, signal) => {
       clearTimeout(hang);
-      resolve({ exit: signal ?? `code ${code}`, output, answers });
+      resolve({ exit: signal ?? `code ${code}`, output, answers, admin });
     });
   });
 }
@@ -216,7 +289,8 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
     });
     if (!steps.build.ok) return;
     const port = String(20_000 + Math.floor(Math.random() * 20_000));
-    app = await runApp(appDir, { ...env, PORT: port });
+    // As the README's The admin page runs it.
+    app = await runApp(appDir, { ...env, PORT: port, ADMIN_TOKEN });
   }, TIMEOUT);
 
   afterAll(() => db?.drop());
@@ -262,7 +336,11 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
     if (!app) throw new Error('the app did not run');
     const detail = `--- app output ---\n${app.output.slice(-4000)}`;
     expect({ answers: app.answers, detail }).toMatchObject({
-      answers: [expect.stringMatching(/^201 /), expect.stringMatching(/^400 .*delay must be/)],
+      answers: [
+        expect.stringMatching(/^201 /),
+        expect.stringMatching(/^400 .*delay must be/),
+        expect.stringMatching(/^201 /),
+      ],
     });
     expect({ closed: /Order o-1 closed/.test(app.output), detail }).toMatchObject({ closed: true });
     // Nest's shutdown hooks close the app, then raise the signal again.
@@ -272,7 +350,27 @@ describeWithServer('a `nest new` app (Vitest) following the package README', () 
     // A clean stop retires the instance (a killed one would leave its row until its lease expires).
     expect(await db.query(`SELECT id FROM delay_instance`)).toEqual([]);
     expect(await db.query(`SELECT id, status FROM orders WHERE id LIKE 'o-%' ORDER BY id`)).toEqual(
-      [{ id: 'o-1', status: 'CLOSED' }],
+      [
+        { id: 'o-1', status: 'CLOSED' },
+        { id: 'o-3', status: 'PENDING_PAYMENT' },
+      ],
     );
+  });
+
+  it("serves the admin page the README mounts: an order's task still due, on its timeline", () => {
+    if (!app) throw new Error('the app did not run');
+    if (app.admin === 'no chromium') {
+      console.warn(
+        `admin page not opened: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`,
+      );
+      return;
+    }
+    if (!app.admin || app.admin instanceof Error)
+      throw new Error(
+        `the admin page: ${app.admin?.message ?? 'not opened'}\n${app.output.slice(-3000)}`,
+      );
+    expect(app.admin).toMatchObject({ title: 'order:o-3', errors: [] });
+    expect(app.admin.tasks).toMatch(/order\.close-unpaid\s*pending/);
+    expect(app.admin.due).toContain('order:o-3:close');
   });
 });

@@ -27,7 +27,7 @@ const pkgJson = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
 afterAll(cleanUp);
 
 const MUST_SHIP =
-  'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js docs/how-it-works.md';
+  'package.json README.md LICENSE CHANGELOG.md dist/index.js dist/index.d.ts dist/testing/index.js dist/internal.js docs/how-it-works.md dist/admin-module/index.js dist/admin-module/page/index.html dist/admin-module/page/admin.css dist/admin-module/page/main.js';
 
 describe('nest-delay tarball contents', () => {
   // The package.json npm wrote into the tarball is the one users get.

@@ -92,3 +92,36 @@ export function anchorsOf(markdown: string): string[] {
   const prose = markdown.replace(/```[\s\S]*?```/g, '');
   return [...prose.matchAll(/^#{1,6} (.*)$/gm)].map(([, heading]) => headingAnchor(heading));
 }
+
+/**
+ * The README's lines that mount a module in the app it built: the first `ts`
+ * block after `heading`, its `import` lines apart from the rest (an entry of
+ * AppModule's imports), spliced into `appModule` after its last import and
+ * after the line that names `after`.
+ */
+export function spliceModuleLines(
+  markdown: string,
+  heading: string,
+  appModule: string,
+  after: string,
+): string {
+  const section = markdown.slice(markdown.indexOf(`\n${heading}\n`));
+  const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error(`README: no ts block under ${heading}`);
+  const lines = block.split('\n').filter((line) => line.trim() !== '');
+  const imports = lines.filter((line) => line.startsWith('import '));
+  const entry = lines.filter((line) => !line.startsWith('import ') && !line.startsWith('//'));
+  const app = appModule.split('\n');
+  const lastImport = app.findLastIndex((line) => line.startsWith('import '));
+  const anchor = app.findIndex((line) => line.includes(after));
+  if (lastImport === -1 || anchor === -1)
+    throw new Error(`README: src/app.module.ts has no imports or no ${after}`);
+  const indent = /^\s*/.exec(app[anchor])![0];
+  return [
+    ...app.slice(0, lastImport + 1),
+    ...imports,
+    ...app.slice(lastImport + 1, anchor + 1),
+    ...entry.map((line) => indent + line),
+    ...app.slice(anchor + 1),
+  ].join('\n');
+}

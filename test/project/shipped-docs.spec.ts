@@ -63,7 +63,8 @@ describe('links in the shipped markdown', () => {
   it('points full repository URLs at files the repository has, on main', () => {
     const dead: string[] = [];
     for (const page of pages) {
-      for (const [, url] of prose(text(page)).matchAll(/\]\((https:\/\/github\.com\/[^)\s#]+)/g)) {
+      // An image's `?raw=true` asks GitHub for the file itself: the path is what must exist.
+      for (const [, url] of prose(text(page)).matchAll(/\]\((https:\/\/github\.com\/[^)\s#?]+)/g)) {
         if (!url.startsWith(REPO)) continue;
         const match = /^(?:blob|tree)\/main\/(.+)$/.exec(url.slice(REPO.length));
         if (url === REPO.slice(0, -1)) continue;

@@ -14,7 +14,7 @@ import {
 import { DelayExplorer } from './delay.explorer.js';
 import { resolveDelayOptions } from './delay.options.js';
 import { DelayService } from './delay.service.js';
-import { DELAY_OPTIONS, DELAY_TRACING } from './delay.tokens.js';
+import { DELAY_OBSERVER_CALLS, DELAY_OPTIONS, DELAY_TRACING } from './delay.tokens.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { assertKnownAsyncOptions } from './option-keys.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
@@ -57,8 +57,14 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
     DelaySchedules,
     DelayLimits,
     DelayAdmin,
+    // For nest-delay/admin's pulse; not in the public surface.
+    {
+      provide: DELAY_OBSERVER_CALLS,
+      useFactory: (runtime: DelayRuntime) => runtime.ctx.observer,
+      inject: [DelayRuntime],
+    },
   ],
-  exports: [DelayService, DelaySchedules, DelayLimits, DelayAdmin, CLOCK],
+  exports: [DelayService, DelaySchedules, DelayLimits, DelayAdmin, CLOCK, DELAY_OBSERVER_CALLS],
 })
 export class DelayModule extends DelayConfigurableModule {
   static forRootAsync(options: typeof DELAY_ASYNC_OPTIONS_TYPE): DynamicModule {

@@ -6,3 +6,6 @@ export const DELAY_OPTIONS = Symbol('DELAY_OPTIONS');
 
 /** The package's OpenTelemetry side (TaskTracing), or null: tracing off, or no `@opentelemetry/api`. */
 export const DELAY_TRACING = Symbol('DELAY_TRACING');
+
+/** The engine's ObserverCalls: the admin module adds its pulse to them (not a public API). */
+export const DELAY_OBSERVER_CALLS = Symbol('DELAY_OBSERVER_CALLS');

@@ -5,29 +5,42 @@ import type { DelayObserver } from '../delay-observer.js';
 type EventOf<K extends keyof DelayObserver> = Parameters<NonNullable<DelayObserver[K]>>[0];
 
 /**
- * Calls the app's observer, if any, so that it cannot hurt a task: each call
- * is wrapped, a throw or a rejection is logged and dropped. Callers ask
+ * Calls the app's observer, if any, and the package's own (the admin
+ * module's pulse, `add`), so that none can hurt a task: each call is
+ * wrapped, a throw or a rejection is logged and dropped. Callers ask
  * `wants(name)` before building an event, so nobody listening costs nothing.
  */
 export class ObserverCalls {
+  private readonly observers: DelayObserver[];
+
   constructor(
-    private readonly observer: DelayObserver | undefined,
+    observer: DelayObserver | undefined,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.observers = observer ? [observer] : [];
+  }
+
+  /** Another observer, from its next event on. */
+  add(observer: DelayObserver): void {
+    this.observers.push(observer);
+  }
 
   wants(name: keyof DelayObserver): boolean {
-    return typeof this.observer?.[name] === 'function';
+    return this.observers.some((observer) => typeof observer[name] === 'function');
   }
 
   emit<K extends keyof DelayObserver>(name: K, event: EventOf<K>): void {
-    try {
-      const returned = (this.observer?.[name] as (event: EventOf<K>) => unknown)?.call(
-        this.observer,
-        event,
-      );
-      if (returned instanceof Promise) returned.catch((error: unknown) => this.failed(name, error));
-    } catch (error) {
-      this.failed(name, error);
+    for (const observer of this.observers) {
+      try {
+        const returned = (observer[name] as ((event: EventOf<K>) => unknown) | undefined)?.call(
+          observer,
+          event,
+        );
+        if (returned instanceof Promise)
+          returned.catch((error: unknown) => this.failed(name, error));
+      } catch (error) {
+        this.failed(name, error);
+      }
     }
   }
 
