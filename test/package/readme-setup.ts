@@ -39,7 +39,7 @@ export function installLines(markdown: string): Install[] {
       if (words[0] !== 'npm' || !['install', 'i'].includes(words[1])) continue;
       const dev = words.includes('-D') || words.includes('--save-dev');
       for (const word of words.slice(2).filter((w) => !w.startsWith('-'))) {
-        // A packed tarball, ./nest-delay-0.3.0.tgz: the package at that version.
+        // A packed tarball, ./nest-delay-0.4.0.tgz: the package at that version.
         const tarball = /(?:^|\/)(nest-delay)-(\d+\.\d+\.\d+)\.tgz$/.exec(word);
         if (tarball) {
           installs.push({ name: tarball[1], range: tarball[2], dev });
