@@ -3,9 +3,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Idempotency-Keys belong to the user who sent them (the token's `sub`): one
  * user's key can neither take another's nor replay the order it made. They
- * move to `user_idempotency_key`, unique per (user_id, key); a key already
- * stored is copied there as its order's user's, who was the only one to send
- * it until now.
+ * move to `user_idempotency_key`, unique per (user_id, key); the keys
+ * already stored are copied there by the next migration
+ * (IdempotencyKeysCopied1766000000001).
  *
  * An expand step: `order_idempotency_key` (one key for everyone) stays, and
  * this release still writes each key there too. The release before it reads
@@ -32,10 +32,6 @@ export class IdempotencyKeyPerUser1766000000000 implements MigrationInterface {
     await queryRunner.query(
       `CREATE INDEX user_idempotency_key_created_idx ON user_idempotency_key (created_at)`,
     );
-    await queryRunner.query(`
-      INSERT INTO user_idempotency_key (user_id, key, request_hash, order_id, created_at)
-      SELECT o.user_id, k.key, k.request_hash, k.order_id, k.created_at
-      FROM order_idempotency_key k JOIN orders o ON o.id = k.order_id`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -4,6 +4,7 @@ import { IdempotencyKeyCreatedAt1764600000000 } from './1764600000000-Idempotenc
 import { CustomerNotifiedEvent1764900000000 } from './1764900000000-CustomerNotifiedEvent.js';
 import { OrderRefunds1765000000000 } from './1765000000000-OrderRefunds.js';
 import { IdempotencyKeyPerUser1766000000000 } from './1766000000000-IdempotencyKeyPerUser.js';
+import { IdempotencyKeysCopied1766000000001 } from './1766000000001-IdempotencyKeysCopied.js';
 
 /**
  * Every migration, in order: the delay package's own, then the orders tables
@@ -17,4 +18,5 @@ export const migrations = [
   CustomerNotifiedEvent1764900000000,
   OrderRefunds1765000000000,
   IdempotencyKeyPerUser1766000000000,
+  IdempotencyKeysCopied1766000000001,
 ];

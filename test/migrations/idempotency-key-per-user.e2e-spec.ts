@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations/index.js';
 import { IdempotencyKeyPerUser1766000000000 } from '../../migrations/1766000000000-IdempotencyKeyPerUser.js';
+import { IdempotencyKeysCopied1766000000001 } from '../../migrations/1766000000001-IdempotencyKeysCopied.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 // The migration that makes Idempotency-Keys per user, both ways: up, two
@@ -58,8 +59,12 @@ it('keys one key per user, beside the shared keys, and back', async () => {
     [ann, AT],
   );
 
-  const last = await dataSource.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
-  expect(last).toEqual([{ name: IdempotencyKeyPerUser1766000000000.name }]);
+  const last = await dataSource.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 2`);
+  expect(last).toEqual([
+    { name: IdempotencyKeysCopied1766000000001.name },
+    { name: IdempotencyKeyPerUser1766000000000.name },
+  ]);
+  await dataSource.undoLastMigration({ transaction: 'each' });
   await dataSource.undoLastMigration({ transaction: 'each' });
   expect(await dataSource.query(`SELECT to_regclass('user_idempotency_key') AS t`)).toEqual([
     { t: null },

@@ -97,9 +97,9 @@ it('applies only the new migrations, keeps every row, and runs the pending task'
     },
   ]);
 
-  expect(
-    await dataSource.query(`SELECT user_id, key, order_id FROM user_idempotency_key`),
-  ).toEqual([{ user_id: 'u-1', key: 'checkout-old', order_id: ORDER_ID }]);
+  expect(await dataSource.query(`SELECT user_id, key, order_id FROM user_idempotency_key`)).toEqual(
+    [{ user_id: 'u-1', key: 'checkout-old', order_id: ORDER_ID }],
+  );
 
   // The old instance's lease is an orphan: the upgraded app takes the task and runs it on time.
   await t.delay.advanceTo(START + 30 * 60_000);
