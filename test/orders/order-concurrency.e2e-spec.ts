@@ -118,6 +118,45 @@ describe('review racing the auto-review task on one order', () => {
   });
 });
 
+describe('a refund racing the auto-review task on one order', () => {
+  it('never rates a refunded order, and leaves it no pending task', async () => {
+    const orders = await createOrders(10);
+    for (const order of orders) {
+      await api.action(order.id, 'pay').expect(200);
+      await api.action(order.id, 'finish').expect(200);
+    }
+    t.clock.advance(48 * HOUR - 1);
+    // Sent over as many turns of the event loop as the clock's step waits: some
+    // refunds reach the order before the task fires, some after.
+    const refunds = orders.map(async (order, i) => {
+      await yieldTurns(i * 4);
+      return api.action(order.id, 'refund');
+    });
+    await yieldTurns(20);
+    t.clock.advance(1);
+    const responses = await Promise.all(refunds);
+    await t.delay.runDue();
+    await api.advance(SECOND);
+
+    for (const [i, order] of orders.entries()) {
+      // A finished order is refundable whether or not it was rated first.
+      expect(responses[i].status).toBe(200);
+      const events = (await api.history(order.id)).map((e) => e.type);
+      const refunded = events.indexOf('REFUNDED');
+      expect(refunded).toBeGreaterThan(-1);
+      // Rated before the refund, or never: the handler re-reads the order under its lock.
+      expect(events.slice(refunded).filter((type) => type === 'AUTO_REVIEWED')).toEqual([]);
+      expect(events.filter((type) => type === 'AUTO_REVIEWED').length).toBeLessThanOrEqual(1);
+      const pending = await api.query(
+        `SELECT type FROM delayed_task
+         WHERE entity = $1 AND executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`,
+        [`order:${order.id}`],
+      );
+      expect(pending).toEqual([]);
+    }
+  });
+});
+
 /**
  * The two interleavings of a pay and a firing close-unpaid task, forced with a
  * third connection that holds the order's row lock. Needs a server: PGlite
