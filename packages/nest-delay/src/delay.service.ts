@@ -92,18 +92,21 @@ export class DelayService {
     const row =
       req.key === null
         ? newTaskRow(
-            await insertUnkeyedTask(sql, req, lockedBy, now, traceContext),
+            await this.leasing(manager, insertUnkeyedTask(sql, req, lockedBy, now, traceContext)),
             req,
             lockedBy,
             now,
           )
-        : await insertTask(
-            sql,
-            req,
-            lockedBy,
-            keyAction(req, nowMs, this.policy, inCaller),
-            now,
-            traceContext,
+        : await this.leasing(
+            manager,
+            insertTask(
+              sql,
+              req,
+              lockedBy,
+              keyAction(req, nowMs, this.policy, inCaller),
+              now,
+              traceContext,
+            ),
           );
     this.track(row, manager);
     if (row.inserted && this.observer.wants('onScheduled')) {
@@ -143,13 +146,16 @@ export class DelayService {
     const unkeyed = reqs.every((req) => req.key === null);
     const rows = unkeyed
       ? unkeyedBulkRows(
-          await insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
+          await this.leasing(
+            manager,
+            insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
+          ),
           reqs,
           lockedBy,
           nowMs,
           this.policy,
         )
-      : await insertTasks(sql, reqs, lockedBy, now, horizon, traceContext);
+      : await this.leasing(manager, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
     followBulkWrite(this.wheel, this.runtime.ctx, rows, manager);
     if (rows.length > 0 && this.observer.wants('onScheduled')) {
       const events = rows.map((row) => ({
@@ -209,11 +215,14 @@ export class DelayService {
     const nowMs = this.now();
     const dueAtMs = dueAtOf(when ?? {}, nowMs);
     const inCaller = options.manager !== undefined;
-    const row = await rescheduleTask(
-      this.db.in(options.manager),
-      checked,
-      reschedule(dueAtMs, nowMs, this.policy, inCaller),
-      new Date(nowMs),
+    const row = await this.leasing(
+      options.manager,
+      rescheduleTask(
+        this.db.in(options.manager),
+        checked,
+        reschedule(dueAtMs, nowMs, this.policy, inCaller),
+        new Date(nowMs),
+      ),
     );
     const changed = actedRow(checked, row, 'reschedule');
     this.track(changed, options.manager);
@@ -272,11 +281,14 @@ export class DelayService {
     const nowMs = this.now();
     const checked = checkEntityMove(move, nowMs);
     const { manager } = options;
-    const rows = await rescheduleEntityTasks(
-      this.db.in(manager),
-      scope,
-      rescheduleEntity(checked, nowMs, this.policy, manager !== undefined),
-      new Date(nowMs),
+    const rows = await this.leasing(
+      manager,
+      rescheduleEntityTasks(
+        this.db.in(manager),
+        scope,
+        rescheduleEntity(checked, nowMs, this.policy, manager !== undefined),
+        new Date(nowMs),
+      ),
     );
     for (const row of rows) this.track(row, manager);
     return entityResult(scope.entity, rows);
@@ -304,11 +316,14 @@ export class DelayService {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const inCaller = options.manager !== undefined;
-    const row = await reviveTask(
-      this.db.in(options.manager),
-      checked,
-      revive(nowMs, this.policy, inCaller),
-      new Date(nowMs),
+    const row = await this.leasing(
+      options.manager,
+      reviveTask(
+        this.db.in(options.manager),
+        checked,
+        revive(nowMs, this.policy, inCaller),
+        new Date(nowMs),
+      ),
     );
     const changed = actedRow(checked, row, action);
     this.track(changed, options.manager);
@@ -338,6 +353,14 @@ export class DelayService {
 
   private get wheel() {
     return this.runtime.wheel;
+  }
+
+  /**
+   * A write on the pool may lease its tasks here (one in the caller's
+   * transaction never does): a stop waits for it before handing them back.
+   */
+  private leasing<T>(manager: EntityManager | undefined, write: Promise<T>): Promise<T> {
+    return manager ? write : this.runtime.writes.track(write);
   }
 
   /** Keeps the wheel in step with a row just written (firing/holds.ts). */

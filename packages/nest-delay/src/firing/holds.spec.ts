@@ -84,16 +84,32 @@ describe('which tasks the wheel holds (firing/holds)', () => {
     expect(wheel.has('1')).toBe(false);
   });
 
-  it('follows a fate: pending again and leased here is held, anything else let go', () => {
+  it('follows a fate: pending again and leased here is held; one leased elsewhere is not', () => {
     const { ctx, wheel } = setup();
     const retry = (lockedBy: string | null) =>
       ({ transition: 'retry', row: row({}), dueAtMs: 1_020_000, lockedBy }) as unknown as Fate;
-    followFate(wheel, ctx, retry('me'));
-    expect(wheel.has('1')).toBe(true);
     followFate(wheel, ctx, retry(null));
     expect(wheel.has('1')).toBe(false);
     followFate(wheel, ctx, retry('me'));
+    expect(wheel.has('1')).toBe(true);
+  });
+
+  it('a fate lets go of nothing a write of this instance held again while its claim ran (issue 45)', () => {
+    const { ctx, wheel } = setup();
+    // Fired, so out of the wheel; its claim runs its last attempt, which fails.
+    // A revive here waited for the claim's lock, committed after it, and its
+    // reply was read first: pending, leased here, due now, held.
+    followWrite(wheel, ctx, row({ due_at: new Date(1_000_000) }), undefined);
     followFate(wheel, ctx, { transition: 'exhaust', row: row({}) } as unknown as Fate);
-    expect(wheel.has('1')).toBe(false);
+    expect(wheel.has('1')).toBe(true);
+    // The same for a retry past the window (nobody's), and for a discard.
+    followFate(wheel, ctx, {
+      transition: 'retry',
+      row: row({}),
+      dueAtMs: 2_000_000,
+      lockedBy: null,
+    } as unknown as Fate);
+    followFate(wheel, ctx, { transition: 'discard', row: row({}) } as unknown as Fate);
+    expect(wheel.has('1')).toBe(true);
   });
 });

@@ -17,7 +17,16 @@ import type { TaskWheel } from './task-wheel.js';
  * before the commit found no row, and its claim let it go). Anything else is
  * let go: its lease, if any, says who runs it. Holding a task not ours is
  * harmless (its claim finds it leased elsewhere); dropping one that is ours
- * costs a loader round, never the task.
+ * leaves it held nowhere: no loader takes a leased task, only the safety net
+ * (lease/stranded-sweep.ts) or a takeover.
+ *
+ * The invariant that keeps (issue 45): a pending task leased to a running
+ * instance is in its wheel, its claim queue, a claim of its, or its limit
+ * gate. So a lease is written only where a hold follows: never for a type
+ * with no handler here (the statements that read the type lease only
+ * handled ones); never by a write that commits after this instance handed
+ * its tasks back (its stop waits for the writes under way); and a claim's
+ * fate never lets go of an entry a newer write put back (followFate).
  */
 type Holds = Pick<DelayContext, 'policy' | 'clock' | 'afterCommit'>;
 
@@ -70,12 +79,18 @@ export function followCancel(
   if (!manager) wheel.drop(id);
 }
 
-/** A claim's fate: a task pending again is held here if leased here; a finished one is let go. */
+/**
+ * A claim's fate: a task pending again and leased here is held here. Nothing
+ * is let go: the task left the wheel when it fired, so an entry found now
+ * was put back while its claim ran, by a write of this instance at least as
+ * new as the fate (a revive or reschedule that waited for the claim's lock,
+ * its reply read first). Letting go of it left the task leased here and held
+ * nowhere (issue 45); keeping one that is stale costs a claim that finds it
+ * done or moved, which holds it again where it now is.
+ */
 export function followFate(wheel: TaskWheel, ctx: Pick<Holds, 'policy'>, fate: Fate): void {
-  if (fate.transition === 'complete') return;
   const pendingAgain = fate.transition === 'retry' || fate.transition === 'snooze';
   if (pendingAgain && ctx.policy.holds(fate.lockedBy)) wheel.hold(fate.row.id, fate.dueAtMs);
-  else wheel.drop(fate.row.id);
 }
 
 /**

@@ -30,6 +30,7 @@ import { StrandedSweep } from '../lease/stranded-sweep.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
 import { shutdownHooksMissing } from './shutdown-hooks.js';
+import { WritesInFlight } from './writes-in-flight.js';
 import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES } from '../context/tuning.js';
 
 /**
@@ -60,6 +61,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly lease: InstanceLease;
   readonly pruner: Pruner;
   readonly planner: SchedulePlanner;
+  /** The callers' writes under way that may lease tasks here: a stop waits for them. */
+  readonly writes = new WritesInFlight();
   /** Times DelayTester.reset emptied the tables: what caches their contents reads them again. */
   tablesEmptied = 0;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -170,6 +173,12 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.loader.stop();
     await this.dispatcher.stop();
     await this.backlog.stop();
+    // A write that leased a task here while running commits before the hand-back, not after it.
+    const { shutdownTimeoutMs } = this.ctx.options;
+    if (!(await this.writes.settled(shutdownTimeoutMs)))
+      this.ctx.logger.warn(
+        `${this.writes.size} scheduling call(s) still under way after ${shutdownTimeoutMs} ms; a task they lease here is freed by another instance's orphan sweep`,
+      );
     // Tasks of claims cut off at stop stay leased until the lease expires
     // (their locks outlive the connection a moment); the rest go back now.
     if (keepLease) this.lease.keepLeaseAtStop();

@@ -150,6 +150,12 @@ function actOnTask(update: string, fits: string, event: EventFields): string {
     SELECT *, false FROM target WHERE NOT EXISTS (SELECT 1 FROM acted)`;
 }
 
+/**
+ * A moved task's lease ($4), only if its type is one handled here ($6): a
+ * task of another type leased here would be held nowhere (issue 45).
+ */
+const LEASED_IF_HANDLED = `CASE WHEN t.type = ANY($6::text[]) THEN $4::text END`;
+
 /** cancel: a pending task stops being pending (see task-transitions.ts). */
 export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
@@ -165,12 +171,12 @@ export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, n
 /** reschedule: a pending task moves to the action's due time and lease. */
 export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
-    actOnTask(`due_at = $3, locked_by = $4::text, updated_at = $5`, pendingIn('t'), {
+    actOnTask(`due_at = $3, locked_by = ${LEASED_IF_HANDLED}, updated_at = $5`, pendingIn('t'), {
       event: named('rescheduled'),
       at: '$5',
       dueAt: 'due_at',
     }),
-    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now, action.handledTypes],
   );
   return row;
 }
@@ -179,11 +185,11 @@ export async function rescheduleTask(sql: Sql, ref: TaskRef, action: MoveAction,
 export async function reviveTask(sql: Sql, ref: TaskRef, action: MoveAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
     actOnTask(
-      `dead_at = NULL, attempts = 0, due_at = $3, locked_by = $4::text, updated_at = $5`,
+      `dead_at = NULL, attempts = 0, due_at = $3, locked_by = ${LEASED_IF_HANDLED}, updated_at = $5`,
       `t.dead_at IS NOT NULL`,
       { event: named('revived'), at: '$5', dueAt: 'due_at' },
     ),
-    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now],
+    [...refParams(ref), new Date(action.dueAtMs), action.lockedBy, now, action.handledTypes],
   );
   return row;
 }

@@ -71,7 +71,8 @@ export function rescheduleEntityTasks(
     // Computed on t, the row version the lock was granted on, not the snapshot's.
     `WITH ${TARGET}, acted AS (
        UPDATE delayed_task t
-       SET due_at = ${NEW_DUE}, locked_by = CASE WHEN ${NEW_DUE} < $7 THEN $6::text END,
+       SET due_at = ${NEW_DUE},
+           locked_by = CASE WHEN ${NEW_DUE} < $7 AND t.type = ANY($8::text[]) THEN $6::text END,
            updated_at = $3
        FROM target WHERE t.id = target.id AND ${pendingIn('t')}
        RETURNING t.*
@@ -87,6 +88,7 @@ export function rescheduleEntityTasks(
       action.toMs === null ? null : new Date(action.toMs),
       action.lockedBy,
       new Date(action.horizonMs),
+      action.handledTypes,
     ],
   );
 }

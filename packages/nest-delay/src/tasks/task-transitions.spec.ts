@@ -2,6 +2,7 @@ import { WindowPolicy } from './window-policy.js';
 import type { TaskRow } from './task-row.js';
 import {
   charge,
+  debounce,
   fail,
   hasAttemptsLeft,
   replace,
@@ -17,6 +18,7 @@ const MINUTE = 60_000;
 
 function running(): WindowPolicy {
   const policy = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me' });
+  policy.setHandledTypes(['mine']);
   policy.setRunning(true);
   return policy;
 }
@@ -113,7 +115,16 @@ describe('task transitions', () => {
       transition: 'revive',
       dueAtMs: now,
       lockedBy: 'me',
+      // Its statement reads the type: leased here only if one of these.
+      handledTypes: ['mine'],
     });
+  });
+
+  it('a keyed replace or debounce of a type not handled here leases nothing (issue 45)', () => {
+    expect(replace(now + MINUTE, now, running(), false, 'mine').lockedBy).toBe('me');
+    expect(replace(now + MINUTE, now, running(), false, 'theirs').lockedBy).toBeNull();
+    expect(debounce(MINUTE, now, running(), false, 'mine').lockedBy).toBe('me');
+    expect(debounce(MINUTE, now, running(), false, 'theirs').lockedBy).toBeNull();
   });
 
   it('a replace starts the attempts over and is leased as a new task of its due time would be', () => {
@@ -152,6 +163,7 @@ describe('reschedule-entity', () => {
       toMs: null,
       lockedBy: 'me',
       horizonMs: now + 10 * MINUTE,
+      handledTypes: ['mine'],
     });
   });
 

@@ -31,7 +31,13 @@ export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>)
   return row.attempts < row.max_attempts;
 }
 
-/** Who holds a task that is pending again: the one rule is WindowPolicy.leaseOnWrite. */
+/**
+ * Who holds a task that is pending again: the one rule is WindowPolicy.leaseOnWrite.
+ * Give the task's `type` whenever it is known: a task of a type not handled
+ * here must never be leased here, since no wheel here holds it (firing/holds.ts).
+ * Where only the statement reads the type (a move by ref or by entity), the
+ * action carries `handledTypes` and the statement leases those alone.
+ */
 export function leaseFor(
   policy: WindowPolicy,
   dueAtMs: number,
@@ -216,11 +222,12 @@ export function replace(
   nowMs: number,
   policy: WindowPolicy,
   inCallerTransaction: boolean,
+  type?: string,
 ): ReplaceAction {
   return {
     transition: 'replace',
     dueAtMs,
-    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction, type),
     attempts: 0,
   };
 }
@@ -246,11 +253,12 @@ export function debounce(
   nowMs: number,
   policy: WindowPolicy,
   inCallerTransaction: boolean,
+  type?: string,
 ): DebounceAction {
   return {
     transition: 'debounce',
     maxWaitMs,
-    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction, type),
     horizonMs: policy.horizonMs(nowMs),
     attempts: 0,
   };
@@ -267,9 +275,9 @@ export function keyAction(
     case 'keep':
       return 'keep';
     case 'replace':
-      return replace(req.dueAtMs, nowMs, policy, inCaller);
+      return replace(req.dueAtMs, nowMs, policy, inCaller, req.type);
     case 'debounce':
-      return debounce(req.maxWaitMs as number, nowMs, policy, inCaller);
+      return debounce(req.maxWaitMs as number, nowMs, policy, inCaller, req.type);
   }
 }
 
@@ -288,7 +296,9 @@ export interface CancelAction {
 export interface MoveAction {
   readonly transition: 'reschedule' | 'revive';
   readonly dueAtMs: number;
+  /** Who leases it if its type is among `handledTypes` (the statement reads the type); else nobody. */
   readonly lockedBy: string | null;
+  readonly handledTypes: readonly string[];
 }
 
 /** A pending task stops being pending; it leaves every wheel. */
@@ -307,6 +317,7 @@ export function reschedule(
     transition: 'reschedule',
     dueAtMs,
     lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+    handledTypes: policy.handledTypes,
   };
 }
 
@@ -320,6 +331,7 @@ export function revive(
     transition: 'revive',
     dueAtMs: nowMs,
     lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    handledTypes: policy.handledTypes,
   };
 }
 
@@ -352,6 +364,8 @@ export interface RescheduleEntityAction {
   readonly toMs: number | null;
   readonly lockedBy: string | null;
   readonly horizonMs: number;
+  /** Only tasks of these types are leased (an entity's tasks may be of any service's types). */
+  readonly handledTypes: readonly string[];
 }
 
 export function rescheduleEntity(
@@ -367,6 +381,7 @@ export function rescheduleEntity(
     // Whoever holds a task due now holds any task due within the window.
     lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
     horizonMs: policy.horizonMs(nowMs),
+    handledTypes: policy.handledTypes,
   };
 }
 

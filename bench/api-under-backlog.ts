@@ -1,0 +1,197 @@
+/**
+ * `npm run bench:api-backlog [-- <backlog> <rounds> <seconds>]`: the API's
+ * latency under a backlog (issue 45 wants it within 2× of its unloaded
+ * value). Starts the example app (dist/src/main.js) on a fresh database,
+ * then, in alternating rounds, measures GET /orders/:id and POST /orders
+ * p50/p99 for `seconds` unloaded, and for `seconds` while `backlog`
+ * (50,000 by default) of the orders' own close-unpaid tasks, all made due at
+ * once, drain (the app's defaults: concurrency half its pool). Requests go
+ * one after another from two clients, as a user's would. Prints each
+ * round, the medians and the loaded/unloaded ratios; tests assert the pool
+ * is shared (test/delay/pool-share.e2e-spec.ts), this only measures.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
+
+const backlog = Number(process.argv[2] ?? 50_000);
+const rounds = Number(process.argv[3] ?? 2);
+const seconds = Number(process.argv[4] ?? 10);
+const DATABASE = 'bench_api_backlog';
+const SECRET = 'bench-api-backlog-secret-0123456789abcdef';
+const MAIN = fileURLToPath(new URL('../../../dist/src/main.js', import.meta.url));
+
+const b64 = (value: string) => Buffer.from(value).toString('base64url');
+function token(sub: string): string {
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))}.${b64(JSON.stringify({ sub, iat: now, exp: now + 3600 }))}`;
+  return `Bearer ${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function startApp(url: string): Promise<{ base: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: url,
+      AUTH_JWT_SECRET: SECRET,
+      PORT: String(port),
+      // The API's own order keeps its close an hour away; the backlog's are due now.
+      ORDER_PAYMENT_TIMEOUT: '1h',
+      NO_COLOR: '1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start in 60 s:\n${output}`)), 60_000);
+    child.stdout?.on('data', () => {
+      if (output.includes('Listening on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}:\n${output}`)));
+  });
+  return { base: `http://127.0.0.1:${port}`, child };
+}
+
+interface Latencies {
+  get: number[];
+  post: number[];
+}
+
+/** Two users, each sending GET then POST one after another, for `ms`. */
+async function measure(base: string, orderId: string, ms: number): Promise<Latencies> {
+  const out: Latencies = { get: [], post: [] };
+  const until = performance.now() + ms;
+  const user = async (n: number) => {
+    const authorization = token(`bench-${n}`);
+    while (performance.now() < until) {
+      let t0 = performance.now();
+      const got = await fetch(`${base}/orders/${orderId}`, { headers: { authorization } });
+      await got.arrayBuffer();
+      if (got.status === 200 || got.status === 404) out.get.push(performance.now() - t0);
+      t0 = performance.now();
+      const posted = await fetch(`${base}/orders`, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: JSON.stringify({ userId: `bench-${n}`, amountCents: 100 }),
+      });
+      await posted.arrayBuffer();
+      if (posted.status !== 201) throw new Error(`POST /orders answered ${posted.status}`);
+      out.post.push(performance.now() - t0);
+    }
+  };
+  await Promise.all([0, 1].map(user));
+  return out;
+}
+
+const pct = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+};
+const median = (values: number[]) => pct(values, 50);
+const ms = (value: number) => value.toFixed(1);
+
+/** `count` unpaid orders copied from `template`, each with its close-unpaid task due now. */
+async function makeBacklog(url: string, template: string, count: number): Promise<void> {
+  await withClient(url, async (client) => {
+    await client.query(
+      `WITH copies AS (
+         INSERT INTO orders
+         SELECT (jsonb_populate_record(null::orders,
+                   to_jsonb(o) || jsonb_build_object('id', gen_random_uuid(), 'user_id', 'backlog'))).*
+         FROM orders o, generate_series(1, $2) WHERE o.id = $1
+         RETURNING id
+       )
+       INSERT INTO delayed_task (type, key, entity, payload, due_at, max_attempts, created_at, updated_at)
+       SELECT 'order.close-unpaid', 'order:' || id || ':close-unpaid', 'order:' || id,
+              jsonb_build_object('orderId', id), now(), 5, now(), now()
+       FROM copies`,
+      [template, count],
+    );
+  });
+}
+
+/** Close-unpaid tasks of the backlog not yet run. */
+async function left(url: string): Promise<number> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM delayed_task
+       WHERE type = 'order.close-unpaid' AND executed_at IS NULL AND cancelled_at IS NULL
+         AND dead_at IS NULL AND due_at <= now()`,
+    );
+    return rows[0].n;
+  });
+}
+
+async function main(): Promise<void> {
+  const url = await freshDatabase(DATABASE);
+  const { base, child } = await startApp(url);
+  try {
+    const created = await fetch(`${base}/orders`, {
+      method: 'POST',
+      headers: { authorization: token('bench-0'), 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 'bench-0', amountCents: 100 }),
+    });
+    const template = ((await created.json()) as { id: string }).id;
+    // Warm up: the first requests pay for JIT and the pool's connections.
+    await measure(base, template, 2_000);
+    const rows: Array<{ round: number; loaded: boolean; l: Latencies; drainedMs?: number }> = [];
+    for (let round = 1; round <= rounds; round++) {
+      rows.push({ round, loaded: false, l: await measure(base, template, seconds * 1000) });
+      await makeBacklog(url, template, backlog);
+      const start = performance.now();
+      const l = await measure(base, template, seconds * 1000);
+      const during = await left(url);
+      if (during === 0)
+        console.log(`round ${round}: the backlog drained within the measurement; use a larger one`);
+      while ((await left(url)) > 0) await new Promise((resolve) => setTimeout(resolve, 500));
+      rows.push({ round, loaded: true, l, drainedMs: performance.now() - start });
+    }
+    console.log(
+      `backlog ${backlog} close-unpaid tasks due at once; ${seconds} s a phase; two users`,
+    );
+    console.log('round  phase     GET p50  GET p99  POST p50  POST p99  requests  backlog drained');
+    for (const { round, loaded, l, drainedMs } of rows)
+      console.log(
+        `${String(round).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s`}`,
+      );
+    const of = (loaded: boolean, pick: (l: Latencies) => number) =>
+      median(rows.filter((row) => row.loaded === loaded).map((row) => pick(row.l)));
+    for (const [name, pick] of [
+      ['GET p50', (l: Latencies) => pct(l.get, 50)],
+      ['GET p99', (l: Latencies) => pct(l.get, 99)],
+      ['POST p50', (l: Latencies) => pct(l.post, 50)],
+      ['POST p99', (l: Latencies) => pct(l.post, 99)],
+    ] as const) {
+      const unloaded = of(false, pick);
+      const loaded = of(true, pick);
+      console.log(
+        `${name}: ${ms(unloaded)} ms unloaded, ${ms(loaded)} ms under the backlog: ${(loaded / unloaded).toFixed(2)}×`,
+      );
+    }
+  } finally {
+    child.kill('SIGINT');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await dropDatabase(DATABASE);
+  }
+}
+
+await main();
