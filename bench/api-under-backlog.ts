@@ -1,8 +1,9 @@
 /**
  * `npm run bench:api-backlog [-- <backlog> <rounds> <seconds>]`: the API's
  * latency under a backlog (issue 45 wants it within 2× of its unloaded
- * value). Starts the example app (dist/src/main.js) on a fresh database,
- * then, in alternating rounds, measures GET /orders/:id and POST /orders
+ * value). Each round starts the example app (dist/src/main.js) on a fresh
+ * database (so no round inherits the last one's rate-limited notifications),
+ * then measures GET /orders/:id and POST /orders
  * p50/p99 for `seconds` unloaded, and for `seconds` while `backlog`
  * (50,000 by default) of the orders' own close-unpaid tasks, all made due at
  * once, drain (the app's defaults: concurrency half its pool). Requests go
@@ -41,7 +42,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startApp(url: string): Promise<{ base: string; child: ChildProcess }> {
+async function startApp(
+  url: string,
+): Promise<{ base: string; child: ChildProcess; output: () => string }> {
   const port = await freePort();
   const child = spawn(process.execPath, [MAIN], {
     env: {
@@ -68,34 +71,42 @@ async function startApp(url: string): Promise<{ base: string; child: ChildProces
     });
     child.once('exit', (code) => reject(new Error(`exited ${code}:\n${output}`)));
   });
-  return { base: `http://127.0.0.1:${port}`, child };
+  return { base: `http://127.0.0.1:${port}`, child, output: () => output };
 }
 
 interface Latencies {
   get: number[];
   post: number[];
+  /** Answers other than 200 (GET) and 201 (POST), by method and status. */
+  failed: Record<string, number>;
 }
 
 /** Two users, each sending GET then POST one after another, for `ms`. */
 async function measure(base: string, orderId: string, ms: number): Promise<Latencies> {
-  const out: Latencies = { get: [], post: [] };
+  const out: Latencies = { get: [], post: [], failed: {} };
+  const fail = (what: string) => (out.failed[what] = (out.failed[what] ?? 0) + 1);
   const until = performance.now() + ms;
   const user = async (n: number) => {
     const authorization = token(`bench-${n}`);
+    // Each reads its own orders (a user sees only those): the last one it created.
+    let own = n === 0 ? orderId : undefined;
     while (performance.now() < until) {
       let t0 = performance.now();
-      const got = await fetch(`${base}/orders/${orderId}`, { headers: { authorization } });
-      await got.arrayBuffer();
-      if (got.status === 200 || got.status === 404) out.get.push(performance.now() - t0);
-      t0 = performance.now();
       const posted = await fetch(`${base}/orders`, {
         method: 'POST',
         headers: { authorization, 'content-type': 'application/json' },
         body: JSON.stringify({ userId: `bench-${n}`, amountCents: 100 }),
       });
-      await posted.arrayBuffer();
-      if (posted.status !== 201) throw new Error(`POST /orders answered ${posted.status}`);
-      out.post.push(performance.now() - t0);
+      const body = (await posted.json()) as { id?: string };
+      if (posted.status === 201) out.post.push(performance.now() - t0);
+      else fail(`POST ${posted.status}`);
+      own = body.id ?? own;
+      if (own === undefined) continue;
+      t0 = performance.now();
+      const got = await fetch(`${base}/orders/${own}`, { headers: { authorization } });
+      await got.arrayBuffer();
+      if (got.status === 200) out.get.push(performance.now() - t0);
+      else fail(`GET ${got.status}`);
     }
   };
   await Promise.all([0, 1].map(user));
@@ -106,7 +117,11 @@ const pct = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 };
-const median = (values: number[]) => pct(values, 50);
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 const ms = (value: number) => value.toFixed(1);
 
 /** `count` unpaid orders copied from `template`, each with its close-unpaid task due now. */
@@ -141,9 +156,10 @@ async function left(url: string): Promise<number> {
   });
 }
 
-async function main(): Promise<void> {
+/** One round on a database and app of its own: unloaded, then under the backlog until it drains. */
+async function round(n: number): Promise<Row[]> {
   const url = await freshDatabase(DATABASE);
-  const { base, child } = await startApp(url);
+  const { base, child, output } = await startApp(url);
   try {
     const created = await fetch(`${base}/orders`, {
       method: 'POST',
@@ -153,44 +169,63 @@ async function main(): Promise<void> {
     const template = ((await created.json()) as { id: string }).id;
     // Warm up: the first requests pay for JIT and the pool's connections.
     await measure(base, template, 2_000);
-    const rows: Array<{ round: number; loaded: boolean; l: Latencies; drainedMs?: number }> = [];
-    for (let round = 1; round <= rounds; round++) {
-      rows.push({ round, loaded: false, l: await measure(base, template, seconds * 1000) });
-      await makeBacklog(url, template, backlog);
-      const start = performance.now();
-      const l = await measure(base, template, seconds * 1000);
-      const during = await left(url);
-      if (during === 0)
-        console.log(`round ${round}: the backlog drained within the measurement; use a larger one`);
-      while ((await left(url)) > 0) await new Promise((resolve) => setTimeout(resolve, 500));
-      rows.push({ round, loaded: true, l, drainedMs: performance.now() - start });
-    }
-    console.log(
-      `backlog ${backlog} close-unpaid tasks due at once; ${seconds} s a phase; two users`,
-    );
-    console.log('round  phase     GET p50  GET p99  POST p50  POST p99  requests  backlog drained');
-    for (const { round, loaded, l, drainedMs } of rows)
-      console.log(
-        `${String(round).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s`}`,
-      );
-    const of = (loaded: boolean, pick: (l: Latencies) => number) =>
-      median(rows.filter((row) => row.loaded === loaded).map((row) => pick(row.l)));
-    for (const [name, pick] of [
-      ['GET p50', (l: Latencies) => pct(l.get, 50)],
-      ['GET p99', (l: Latencies) => pct(l.get, 99)],
-      ['POST p50', (l: Latencies) => pct(l.post, 50)],
-      ['POST p99', (l: Latencies) => pct(l.post, 99)],
-    ] as const) {
-      const unloaded = of(false, pick);
-      const loaded = of(true, pick);
-      console.log(
-        `${name}: ${ms(unloaded)} ms unloaded, ${ms(loaded)} ms under the backlog: ${(loaded / unloaded).toFixed(2)}×`,
-      );
-    }
+    const unloaded = await measure(base, template, seconds * 1000);
+    await makeBacklog(url, template, backlog);
+    const start = performance.now();
+    const loaded = await measure(base, template, seconds * 1000);
+    if ((await left(url)) === 0)
+      console.log(`round ${n}: the backlog drained within the measurement; use a larger one`);
+    while ((await left(url)) > 0) await new Promise((resolve) => setTimeout(resolve, 500));
+    // What the app said of the requests it failed, if any.
+    for (const line of output()
+      .split('\n')
+      .filter((text) => text.includes('Mapped to'))
+      .slice(0, 3))
+      console.log(`round ${n}, app: ${line.slice(0, 400)}`);
+    return [
+      { round: n, loaded: false, l: unloaded },
+      { round: n, loaded: true, l: loaded, drainedMs: performance.now() - start },
+    ];
   } finally {
     child.kill('SIGINT');
     await new Promise((resolve) => child.once('exit', resolve));
     await dropDatabase(DATABASE);
+  }
+}
+
+interface Row {
+  round: number;
+  loaded: boolean;
+  l: Latencies;
+  drainedMs?: number;
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  for (let n = 1; n <= rounds; n++) rows.push(...(await round(n)));
+  console.log(`backlog ${backlog} close-unpaid tasks due at once; ${seconds} s a phase; two users`);
+  console.log(
+    'round  phase     GET p50  GET p99  POST p50  POST p99  answered  failed  backlog drained',
+  );
+  for (const { round: n, loaded, l, drainedMs } of rows) {
+    const failed = Object.entries(l.failed).map(([what, count]) => `${count} ${what}`);
+    console.log(
+      `${String(n).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s`}`,
+    );
+  }
+  const of = (loaded: boolean, pick: (l: Latencies) => number) =>
+    median(rows.filter((row) => row.loaded === loaded).map((row) => pick(row.l)));
+  for (const [name, pick] of [
+    ['GET p50', (l: Latencies) => pct(l.get, 50)],
+    ['GET p99', (l: Latencies) => pct(l.get, 99)],
+    ['POST p50', (l: Latencies) => pct(l.post, 50)],
+    ['POST p99', (l: Latencies) => pct(l.post, 99)],
+  ] as const) {
+    const unloaded = of(false, pick);
+    const loaded = of(true, pick);
+    console.log(
+      `${name}, median of rounds: ${ms(unloaded)} ms unloaded, ${ms(loaded)} ms under the backlog: ${(loaded / unloaded).toFixed(2)}×`,
+    );
   }
 }
 

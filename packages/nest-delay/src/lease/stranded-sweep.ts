@@ -23,6 +23,7 @@ import { findLeasedOverdue } from './lease-statements.js';
  * was lost after its commit (its caller saw an error; the task is leased
  * here, and nothing in memory knows it). So a rescue is that, or a fault.
  * Tests that provoke neither can assert `stats().rescued` is 0.
+ *
  * Once a loader round (each heartbeat, never at the same time as a lease
  * of the loader's) it reads a page of this instance's pending tasks due
  * more than STRANDED_MARGIN_MS ago, by the leases' index, and holds again
