@@ -106,20 +106,37 @@ function authDisabled(env: Env): boolean {
 
 /** Used exactly as given (not trimmed): spaces are refused outright, and the value is never echoed. */
 export function checkSecret(raw: string): Secret {
-  if (raw.length < AUTH_SECRET_MIN_LENGTH || raw.length > 1_000 || !/^[\x21-\x7e]+$/.test(raw)) {
+  return new Secret(
+    checkStrongSecret('AUTH_JWT_SECRET', raw, AUTH_SECRET_MIN_LENGTH, AUTH_SECRET_MIN_DISTINCT),
+  );
+}
+
+/**
+ * A secret or token in `variable`, checked as one an attacker would guess:
+ * `minLength` to 1000 printable ASCII characters without spaces, at least
+ * `minDistinct` of them distinct (32 times `a` guesses in no time). The
+ * error names the variable and the rule, never the value.
+ */
+export function checkStrongSecret(
+  variable: string,
+  raw: string,
+  minLength: number,
+  minDistinct: number,
+): string {
+  if (raw.length < minLength || raw.length > 1_000 || !/^[\x21-\x7e]+$/.test(raw)) {
     throw new ConfigError(
-      'AUTH_JWT_SECRET',
-      `must be ${AUTH_SECRET_MIN_LENGTH} to 1000 printable ASCII characters without spaces (try \`openssl rand -hex 32\`); got ${raw.length} character(s)`,
+      variable,
+      `must be ${minLength} to 1000 printable ASCII characters without spaces (try \`openssl rand -hex 32\`); got ${raw.length} character(s)`,
     );
   }
   const distinct = new Set(raw).size;
-  if (distinct < AUTH_SECRET_MIN_DISTINCT) {
+  if (distinct < minDistinct) {
     throw new ConfigError(
-      'AUTH_JWT_SECRET',
-      `is too weak: ${distinct} distinct character(s), at least ${AUTH_SECRET_MIN_DISTINCT} needed (try \`openssl rand -hex 32\`)`,
+      variable,
+      `is too weak: ${distinct} distinct character(s), at least ${minDistinct} needed (try \`openssl rand -hex 32\`)`,
     );
   }
-  return new Secret(raw);
+  return raw;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
