@@ -87,13 +87,11 @@ module.exports = {
       name: 'app-uses-the-package-by-name',
       severity: 'error',
       comment:
-        'The app imports nest-delay, nest-delay/testing, nest-delay/admin or nest-delay/internal, never its files.',
+        'The app imports nest-delay, nest-delay/testing or nest-delay/admin, never its files nor nest-delay/internal (which is for this repository\'s bench and tests).',
       from: { path: '^src/' },
       to: {
         path: '^packages/nest-delay/src/',
-        pathNot: [
-          '^packages/nest-delay/src/(index|internal|testing/index|admin-module/index)[.]ts$',
-        ],
+        pathNot: ['^packages/nest-delay/src/(index|testing/index|admin-module/index)[.]ts$'],
       },
     },
   ],

@@ -1,4 +1,4 @@
-import { tryParseDuration } from 'nest-delay/internal';
+import { tryParseDuration } from 'nest-delay';
 import { checkStrongSecret, loadAuthConfig, type AuthConfig } from './auth-config.js';
 import { ConfigError } from './config-error.js';
 

@@ -6,7 +6,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { AfterCommit } from 'nest-delay/internal';
+import { AfterCommit } from 'nest-delay';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';

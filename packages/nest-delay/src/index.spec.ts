@@ -6,6 +6,7 @@ import * as internals from './internal.js';
 describe('the public surface', () => {
   it('exports only what a user of the module needs', () => {
     expect(Object.keys(publicApi).sort()).toEqual([
+      'AfterCommit',
       'CLOCK',
       'DelayAdmin',
       'DelayExceptionFilter',
@@ -27,6 +28,8 @@ describe('the public surface', () => {
       'defineTask',
       'delayHttpException',
       'delayMigrations',
+      'parseDuration',
+      'tryParseDuration',
     ]);
   });
 

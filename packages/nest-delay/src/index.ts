@@ -68,7 +68,7 @@ export { TaskStateError } from './errors/task-state.error.js';
 export { UnknownOptionError } from './errors/unknown-option.error.js';
 export { DelayExceptionFilter, delayHttpException } from './errors/delay-exception.filter.js';
 export { CLOCK, type Clock, type TimerHandle } from './clock/index.js';
-export type { Duration } from './duration.js';
+export { parseDuration, tryParseDuration, type Duration } from './duration.js';
 export { delayMigrations } from './migrations/index.js';
 export type { DelayStats } from './delay-stats.js';
 export type {
@@ -84,3 +84,4 @@ export type {
   TaskSnoozedEvent,
 } from './delay-observer.js';
 export { currentTask, type CurrentTask } from './observer/task-scope.js';
+export { AfterCommit } from './observer/after-commit.js';

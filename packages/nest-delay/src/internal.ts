@@ -10,9 +10,6 @@ export {
   type WheelCensus,
   type WheelRegion,
 } from './wheel/index.js';
-export { parseDuration, tryParseDuration } from './duration.js';
-export { AfterCommit } from './observer/after-commit.js';
 export { SystemClock } from './clock/index.js';
 export { DEFAULT_COUNT_CAP, MAX_PAGE } from './admin/delay-admin.service.js';
-export { PeriodicRound } from './context/periodic-round.js';
 export { readTimeline } from './admin/entity-timeline.js';

@@ -6,8 +6,14 @@ import {
   type OnApplicationBootstrap,
   type OnModuleInit,
 } from '@nestjs/common';
-import { CLOCK, DelayLimits, DelayService, type Clock, type TypeLimitInfo } from 'nest-delay';
-import { PeriodicRound } from 'nest-delay/internal';
+import {
+  CLOCK,
+  DelayLimits,
+  DelayService,
+  type Clock,
+  type TimerHandle,
+  type TypeLimitInfo,
+} from 'nest-delay';
 import { Metrics } from './metrics.js';
 
 /** Between two reads of the task types' limits and waiting counts, by the app's clock. */
@@ -31,22 +37,17 @@ export class LimitGauges
   private readonly logger = new Logger('LimitGauges');
   private last: TypeLimitInfo[] | undefined;
   private failing = false;
-  /** The engine's own round: on the app's clock, never two at once, runNow joins one under way. */
-  private readonly rounds: PeriodicRound;
+  private timer: TimerHandle | undefined;
+  /** The read under way: never two at once, and a read asked for meanwhile joins it. */
+  private reading: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(
     private readonly metrics: Metrics,
     private readonly limits: DelayLimits,
     private readonly delay: DelayService,
-    @Inject(CLOCK) clock: Clock,
-  ) {
-    this.rounds = new PeriodicRound(
-      clock,
-      LIMIT_GAUGES_EVERY_MS,
-      () => this.readOnce(),
-      (error) => this.failed(error),
-    );
-  }
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
 
   onModuleInit(): void {
     // Limited or paused types only: for any other, "due and not yet run" is not a wait behind a limit.
@@ -85,16 +86,33 @@ export class LimitGauges
 
   async onApplicationBootstrap(): Promise<void> {
     await this.read();
-    this.rounds.start();
+    this.arm();
   }
 
   /** Reads now (joining a read under way); the tests call it rather than wait for the timer. */
   read(): Promise<void> {
-    return this.rounds.runNow();
+    if (this.stopped) return Promise.resolve();
+    this.reading ??= this.readOnce()
+      .catch((error: unknown) => this.failed(error))
+      .finally(() => {
+        this.reading = undefined;
+      });
+    return this.reading;
   }
 
+  /** No timer after this resolves, and the read under way (if any) has ended. */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.rounds.stop();
+    this.stopped = true;
+    this.timer?.cancel();
+    await this.reading;
+  }
+
+  /** The next read, LIMIT_GAUGES_EVERY_MS after the last one ended, on the app's clock (a test's ManualClock drives it). */
+  private arm(): void {
+    if (this.stopped) return;
+    this.timer = this.clock.setTimer(this.clock.now() + LIMIT_GAUGES_EVERY_MS, () => {
+      void this.read().finally(() => this.arm());
+    });
   }
 
   private async readOnce(): Promise<void> {
