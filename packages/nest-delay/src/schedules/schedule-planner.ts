@@ -162,13 +162,10 @@ export class SchedulePlanner implements LifecycleService {
   }
 
   /** One transaction: up to a page of due schedules planned. */
-  private async planPage(): Promise<{ planned: number; full: boolean }> {
+  private planPage(): Promise<{ planned: number; full: boolean }> {
     const { db, clock, policy, options, logger } = this.ctx;
-    const runner = db.dataSource.createQueryRunner();
-    let planned = 0;
-    try {
-      await runner.startTransaction();
-      const sql = db.in(runner.manager);
+    return db.transaction(async (sql) => {
+      let planned = 0;
       const nowMs = clock.now();
       const now = new Date(nowMs);
       const rows = await lockDueSchedules(
@@ -192,14 +189,8 @@ export class SchedulePlanner implements LifecycleService {
         }
         planned += await this.write(sql, row, plan, now);
       }
-      await runner.commitTransaction();
       return { planned, full: rows.length === SCHEDULES_PER_PLAN };
-    } catch (error) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      throw error;
-    } finally {
-      await runner.release();
-    }
+    });
   }
 
   private planOf(
