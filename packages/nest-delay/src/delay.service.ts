@@ -3,7 +3,7 @@ import { DelayValidationError } from './errors/delay-validation.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { followBulkWrite, followCancel, followWrite } from './firing/holds.js';
-import { dueAtOf, type NormalizedRequest } from './tasks/schedule-request.js';
+import { dueAtOf, normalizeRegistered, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTasks,
   insertUnkeyedTask,
@@ -36,7 +36,6 @@ import {
   rescheduleEntityTasks,
 } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
-import { normalizeRegistered } from './tasks/registered-request.js';
 import { statsSnapshot } from './stats-snapshot.js';
 import type { DelayStats } from './delay-stats.js';
 import type { EntityManager } from 'typeorm';

@@ -2,19 +2,11 @@ import type { Sql } from '../store/sql.js';
 import { PENDING } from './pending.js';
 
 /**
- * The statements of the transitions of a schedule's planned occurrences
- * (the decisions are in task-transitions.ts; docs/how-it-works.md, "State
- * transitions", has the table).
- */
-
-/**
- * The **unplan** transition (see task-transitions.ts): the occurrences of
- * schedules `names` planned ahead, pending, not due by `now` and never
- * started, deleted in one statement. The caller holds the schedules' rows
- * (FOR UPDATE, in its transaction) and runs this as a statement of its own,
- * so its snapshot includes whatever a planner committed before the lock was
- * granted. A wheel still holding one finds no row when it fires, and lets it
- * go. Returns each schedule's earliest occurrence unplanned.
+ * **unplan**: deletes the occurrences of schedules `names` planned ahead
+ * (pending, not due by `now`, never started); returns each schedule's
+ * earliest. Precondition: the caller holds the schedules' rows FOR UPDATE and
+ * runs this as a statement of its own, so its snapshot includes what a
+ * planner committed before the lock. A wheel still holding one finds no row.
  */
 export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
   return sql.rows<{ schedule_name: string; first_at: Date }>(
@@ -28,12 +20,7 @@ export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
   );
 }
 
-/**
- * The **withdraw** transition, as a part of the claim statement: every row
- * of CTE `due` with a `withdrawn` reason (see schedules/occurrence-verdict.ts)
- * is cancelled, not run, that reason its `last_error`. `now` is the claim
- * statement's parameter for the time.
- */
+/** **withdraw**, a CTE of the claim statement: each row of `due` with a `withdrawn` reason (occurrence-verdict.ts) is cancelled with it as `last_error`. */
 export const withdrawOccurrences = (due: string, now: string) => `UPDATE delayed_task t
        SET cancelled_at = ${now}, last_error = d.withdrawn, locked_by = NULL, updated_at = ${now}
        FROM ${due} d WHERE t.id = d.id AND d.withdrawn IS NOT NULL
