@@ -7,18 +7,11 @@ const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_up_cap END`;
 
 /**
- * Whether an occurrence may run, decided in the claim's statement from its
- * schedule's row as it is then, whichever instance claims it: null for a
- * one-off task or an occurrence that may run, else why it is withdrawn
- * (WITHDRAWN, task-transitions.ts):
- * - its schedule is gone, paused, or its rule changed since it was planned
- *   (`schedule_generation`; null, planned before generations, passes);
- * - it is overdue by more than `overdueAfterMs` (occurrence-plan.ts), on its
- *   first attempt, at its own instant (not moved by a reschedule or a
- *   snooze), and its policy keeps fewer such occurrences than there are after
- *   it (planned rows, whatever their state: an occurrence the planner already
- *   counted as missed has none).
- * `t`: the task's alias; `now`, `overdueMs`: the statement's parameters.
+ * The claim statement's verdict on an occurrence, from its schedule's row as
+ * it is then: null (a one-off task, or it may run), else the WITHDRAWN reason:
+ * its schedule is gone, paused, or of another generation; or it is overdue
+ * by more than `overdueAfterMs`, on its first attempt, at its own instant, and
+ * its policy keeps fewer overdue occurrences than there are after it.
  */
 export function occurrenceVerdict(t: string, now: string, overdueMs: string): string {
   const overdueBefore = `(${now}::timestamptz - ${overdueMs}::float8 * interval '1 millisecond')`;
@@ -40,11 +33,9 @@ export function occurrenceVerdict(t: string, now: string, overdueMs: string): st
 }
 
 /**
- * Counts the occurrences a claim dropped by catch-up (rows of CTE
- * `withdrawn`) in `delay_schedule_missed`, appended: the claim holds task
- * locks, and waiting there on a schedule's row could deadlock with a pause
- * that holds the row and waits on those tasks. The planner folds the counts
- * into `delay_schedule.missed` (foldMissed).
+ * Appends the occurrences a claim dropped by catch-up to `delay_schedule_missed`
+ * rather than update the schedule's row: the claim holds task locks, and a
+ * pause holds that row while it waits on them (a deadlock). The planner folds them in.
  */
 export const countMissed = (
   withdrawn: string,
