@@ -75,7 +75,7 @@ export const GATE_SPREAD = 4;
 /** Rate credits unused this long are deleted by the pruner (per-key limits would keep `starts` rows per key forever). */
 export const CREDIT_KEEP_MS = 24 * 3_600_000;
 
-/** After start, how long before the runtime looks for a SIGTERM handler (see shutdown-hooks.ts). */
+/** After start, how long before the runtime looks for a SIGTERM handler (shutdownHooksMissing). */
 export const SHUTDOWN_HOOKS_CHECK_MS = 5_000;
 
 /** Tries of one batch of rate-credit stamps before its credits are left in flight. */
