@@ -78,7 +78,7 @@ export const CREDIT_KEEP_MS = 24 * 3_600_000;
 /** After start, how long before the runtime looks for a SIGTERM handler (shutdownHooksMissing). */
 export const SHUTDOWN_HOOKS_CHECK_MS = 5_000;
 
-/** Tries of one batch of rate-credit stamps before its credits are left in flight. */
+/** Tries of one write marking a batch of rate credits used (at their starts) before they are left in flight. */
 export const STAMP_TRIES = 5;
 
 /** The first wait before a schedule whose plan failed is tried again. */

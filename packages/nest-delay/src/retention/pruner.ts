@@ -67,7 +67,7 @@ export class Pruner implements LifecycleService {
       const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
       this.pruned += deleted;
       if (deleted < PRUNE_BATCH || this.stopping) return;
-      // Wall time, not the app's clock: this paces work, it schedules nothing.
+      // Wall time, not the app's clock: this spaces out work, it schedules nothing.
       const restMs = (performance.now() - startedAt) * PRUNE_REST_PER_BATCH;
       await new Promise((resolve) => setTimeout(resolve, restMs));
       if (this.stopping) return;

@@ -28,7 +28,7 @@ export function planRetryDelayMs(failures: number): number {
 
 /** What planning has done on this instance since it started. */
 export interface PlanningCounts {
-  /** Occurrences turned into tasks. */
+  /** Occurrences planned (inserted as tasks). */
   planned: number;
   /** Occurrences a catch-up policy dropped. */
   missed: number;

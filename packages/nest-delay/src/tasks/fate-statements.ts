@@ -43,7 +43,7 @@ export function writeCharge(
     : writeDeadLetter(sql, change, change.attempts, now, charged);
 }
 
-/** What a charge adds to a retry or a dead-letter: the attempts it was decided from, and its note. */
+/** What a charge adds to a retry or a dead-letter: the attempts it was decided from, and its attempt note. */
 interface Charged {
   fromAttempts: number;
   noteId: string | null;
