@@ -7,10 +7,10 @@ import { APP_CONFIG } from '../config/app-config.token.js';
  * Opens every connection of the pool at start, before the engine claims
  * anything; with the pool's `min` at its size (dataSourceOptions) none is
  * closed for being idle. So the share the claims leave to requests is open
- * already when a backlog comes: a request never has to open a connection
- * while the claims hold the others, when opening one is slowest, or refused
- * (the server at max_connections, a failover in progress), which would be
- * a 503. A connection the server ends is opened again on demand, as before.
+ * already when a backlog comes: a request need not open a connection while
+ * the claims hold the others, when opening one is slowest, or refused (the
+ * server at max_connections, a failover beginning), which is a 5xx. A
+ * connection the server ends is opened again on demand, as before.
  */
 @Injectable()
 export class PoolWarmup implements OnModuleInit {

@@ -92,5 +92,5 @@ describeDirect('creating orders while a backlog holds the claim connections', ()
       `SELECT count(*)::int AS closed FROM orders WHERE user_id = 'backlog' AND status = 'CLOSED'`,
     );
     expect(closed).toBe(BACKLOG);
-  });
+  }, 120_000);
 });
