@@ -6,7 +6,8 @@
  * then measures GET /orders/:id and POST /orders
  * p50/p99 for `seconds` unloaded, and for `seconds` while `backlog`
  * (50,000 by default) of the orders' own close-unpaid tasks, all made due at
- * once, drain (the app's defaults: concurrency half its pool). Requests go
+ * once, drain (the app's defaults: concurrency half its pool), from the
+ * engine's first task of it on (DELAY_CONCURRENCY, if set, goes to the app). Requests go
  * one after another from two clients, as a user's would. Prints each
  * round, the medians and the loaded/unloaded ratios; tests assert the pool
  * is shared (test/delay/pool-share.e2e-spec.ts), this only measures.
@@ -18,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
 
 const backlog = Number(process.argv[2] ?? 50_000);
-const rounds = Number(process.argv[3] ?? 2);
+const rounds = Number(process.argv[3] ?? 3);
 const seconds = Number(process.argv[4] ?? 10);
 const DATABASE = 'bench_api_backlog';
 const SECRET = 'bench-api-backlog-secret-0123456789abcdef';
@@ -55,6 +56,10 @@ async function startApp(
       // The API's own order keeps its close an hour away; the backlog's are due now.
       ORDER_PAYMENT_TIMEOUT: '1h',
       NO_COLOR: '1',
+      // The claims' share of the pool (the app's default: half of it).
+      ...(process.env.DELAY_CONCURRENCY
+        ? { DELAY_CONCURRENCY: process.env.DELAY_CONCURRENCY }
+        : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -81,7 +86,31 @@ interface Latencies {
   failed: Record<string, number>;
 }
 
-/** Two users, each sending GET then POST one after another, for `ms`. */
+/**
+ * One request, read to its end. An answer that is not JSON is kept as
+ * undefined, and a request that got no answer (a reset connection) has the
+ * status 'no answer': both are counted as failed, never end the run.
+ */
+async function send(
+  url: string,
+  init: RequestInit,
+): Promise<{ status: number | 'no answer'; body?: unknown }> {
+  try {
+    const response = await fetch(url, init);
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    return { status: response.status, body };
+  } catch {
+    return { status: 'no answer' };
+  }
+}
+
+/** Two users, each sending POST then GET of its order one after another, for `ms`. */
 async function measure(base: string, orderId: string, ms: number): Promise<Latencies> {
   const out: Latencies = { get: [], post: [], failed: {} };
   const fail = (what: string) => (out.failed[what] = (out.failed[what] ?? 0) + 1);
@@ -92,19 +121,17 @@ async function measure(base: string, orderId: string, ms: number): Promise<Laten
     let own = n === 0 ? orderId : undefined;
     while (performance.now() < until) {
       let t0 = performance.now();
-      const posted = await fetch(`${base}/orders`, {
+      const posted = await send(`${base}/orders`, {
         method: 'POST',
         headers: { authorization, 'content-type': 'application/json' },
         body: JSON.stringify({ userId: `bench-${n}`, amountCents: 100 }),
       });
-      const body = (await posted.json()) as { id?: string };
       if (posted.status === 201) out.post.push(performance.now() - t0);
       else fail(`POST ${posted.status}`);
-      own = body.id ?? own;
+      own = (posted.body as { id?: string } | undefined)?.id ?? own;
       if (own === undefined) continue;
       t0 = performance.now();
-      const got = await fetch(`${base}/orders/${own}`, { headers: { authorization } });
-      await got.arrayBuffer();
+      const got = await send(`${base}/orders/${own}`, { headers: { authorization } });
       if (got.status === 200) out.get.push(performance.now() - t0);
       else fail(`GET ${got.status}`);
     }
@@ -168,10 +195,16 @@ async function round(n: number): Promise<Row[]> {
     });
     const template = ((await created.json()) as { id: string }).id;
     // Warm up: the first requests pay for JIT and the pool's connections.
-    await measure(base, template, 2_000);
+    const warmup = await measure(base, template, 2_000);
+    for (const [what, count] of Object.entries(warmup.failed))
+      console.log(`round ${n}, warm-up: ${count} ${what}`);
     const unloaded = await measure(base, template, seconds * 1000);
     await makeBacklog(url, template, backlog);
     const start = performance.now();
+    // The engine finds the backlog at its next loader round (a heartbeat,
+    // up to 10 s by default): the loaded phase starts once it drains.
+    while ((await left(url)) === backlog) await new Promise((resolve) => setTimeout(resolve, 100));
+    const startedAfterMs = performance.now() - start;
     const loaded = await measure(base, template, seconds * 1000);
     if ((await left(url)) === 0)
       console.log(`round ${n}: the backlog drained within the measurement; use a larger one`);
@@ -179,12 +212,12 @@ async function round(n: number): Promise<Row[]> {
     // What the app said of the requests it failed, if any.
     for (const line of output()
       .split('\n')
-      .filter((text) => text.includes('Mapped to'))
+      .filter((text) => /Mapped to|ExceptionsHandler/.test(text))
       .slice(0, 3))
       console.log(`round ${n}, app: ${line.slice(0, 400)}`);
     return [
       { round: n, loaded: false, l: unloaded },
-      { round: n, loaded: true, l: loaded, drainedMs: performance.now() - start },
+      { round: n, loaded: true, l: loaded, drainedMs: performance.now() - start, startedAfterMs },
     ];
   } finally {
     child.kill('SIGINT');
@@ -198,6 +231,8 @@ interface Row {
   loaded: boolean;
   l: Latencies;
   drainedMs?: number;
+  /** From the backlog's insert to the engine's first task of it. */
+  startedAfterMs?: number;
 }
 
 async function main(): Promise<void> {
@@ -205,14 +240,19 @@ async function main(): Promise<void> {
   for (let n = 1; n <= rounds; n++) rows.push(...(await round(n)));
   console.log(`backlog ${backlog} close-unpaid tasks due at once; ${seconds} s a phase; two users`);
   console.log(
-    'round  phase     GET p50  GET p99  POST p50  POST p99  answered  failed  backlog drained',
+    'round  phase     GET p50  GET p99  POST p50  POST p99  answered  failed  backlog drained (began after)',
   );
-  for (const { round: n, loaded, l, drainedMs } of rows) {
+  for (const { round: n, loaded, l, drainedMs, startedAfterMs } of rows) {
     const failed = Object.entries(l.failed).map(([what, count]) => `${count} ${what}`);
     console.log(
-      `${String(n).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s`}`,
+      `${String(n).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s (${((startedAfterMs ?? 0) / 1000).toFixed(1)} s)`}`,
     );
   }
+  const serverErrors = rows
+    .flatMap(({ l }) => Object.entries(l.failed))
+    .filter(([what]) => / 5\d\d$/.test(what))
+    .reduce((sum, [, count]) => sum + count, 0);
+  console.log(`5xx answers in measured phases: ${serverErrors}`);
   const of = (loaded: boolean, pick: (l: Latencies) => number) =>
     median(rows.filter((row) => row.loaded === loaded).map((row) => pick(row.l)));
   for (const [name, pick] of [

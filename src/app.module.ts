@@ -4,6 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from './config/app-config.js';
 import { APP_CONFIG } from './config/app-config.token.js';
 import { dataSourceOptions } from './database/data-source-options.js';
+import { PoolWarmup } from './database/pool-warmup.js';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { DelayModule } from 'nest-delay';
 import { OrdersModule } from './orders/orders.module.js';
@@ -83,7 +84,7 @@ export class AppModule {
             ]
           : []),
       ],
-      providers: [{ provide: APP_CONFIG, useValue: config }],
+      providers: [{ provide: APP_CONFIG, useValue: config }, PoolWarmup],
       exports: [APP_CONFIG],
       global: true,
     };

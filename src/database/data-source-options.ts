@@ -21,7 +21,10 @@ export function dataSourceOptions(settings: DatabaseSettings): DataSourceOptions
     // The schema under test and in production is the migrations' one, never a guess.
     synchronize: false,
     poolSize: settings.poolSize,
-    extra: { max: settings.poolSize },
+    // A pool of fixed size: an idle connection is never closed (pg-pool closes
+    // only those above `min`), so the connections opened at start (PoolWarmup)
+    // are there when a backlog's claims take their share.
+    extra: { max: settings.poolSize, min: settings.poolSize },
     logging: ['error', 'warn', 'migration'],
     logger: new TypeOrmLogger(),
   };
