@@ -24,14 +24,14 @@ import type { DelayContext } from '../context/delay-context.js';
 import { AttemptRunner, scopeOf } from './attempt-runner.js';
 import { HandlerCutOff } from './attempt-runner.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
-import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 
 /* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */
 
 export interface BatchResult {
   claimedIds: Set<TaskId>;
-  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
-  gated: GatedRow[];
+  /** Due tasks the database says are of a limited or paused type, unclaimed: to the limit gate. */
+  gated: TaskId[];
   /** Why a gate's claim stopped short: its type paused, its seats held elsewhere, no credit for a rate. */
   refused: LineRefusal | null;
   /** A gate's claim: tasks it did not try (it stopped short, or ran its time): back to their line. */
@@ -57,8 +57,6 @@ export interface ClaimParams {
   alone: boolean;
   /** What the claim statement sent with the BEGIN took (claimInScript); undefined: not claimed yet. */
   claimed?: Claimed;
-  /** Limited types, in a claim of fired tasks: handed to the gate. */
-  declared: string[];
   /** The types this instance has handlers for: no other is claimed (WindowPolicy.handles). */
   handled: readonly string[];
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
@@ -148,7 +146,10 @@ export class ClaimBatch {
       const now = new Date(plan.nowMs);
       const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
       let claimed: ClaimRow[];
-      let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & { left?: TaskId[] };
+      let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & {
+        left?: TaskId[];
+        refused?: LineRefusal | null;
+      };
       let fates: Fate[] | Redo;
       if (plan.line) {
         // A gate's claim: one claim statement for the line's tasks (LineClaims), always with savepoints,
@@ -172,7 +173,7 @@ export class ClaimBatch {
         claimed = line.started;
         taken = {
           deferred: line.deferred,
-          gated: [],
+          gated: line.gated,
           refused: line.refused,
           left: line.left,
           passed: line.passed,
@@ -189,7 +190,7 @@ export class ClaimBatch {
                 now,
                 plan.noteId,
                 plan.alone,
-                plan.declared,
+                null,
                 overdueMs,
                 plan.handled,
               ));
@@ -215,7 +216,7 @@ export class ClaimBatch {
         passed: taken.passed,
         unhandled: taken.unhandled,
         gated: taken.gated,
-        refused: taken.refused,
+        refused: taken.refused ?? null,
         left: taken.left ?? [],
         fates: [...exhausted, ...fates],
         rerun: false,

@@ -33,7 +33,7 @@ export interface LineClaimRunner {
     alone: boolean,
     line: LineClaim,
   ): Promise<LineClaimEnd | 'cut-off' | undefined>;
-  holdAll(ids: TaskId[], dueAtMs: number): void;
+  holdAll(ids: TaskId[], dueAtMs: number, type?: string): void;
   retrySoonMs(): number;
 }
 
@@ -149,6 +149,7 @@ export class GateClaims {
       runner.holdAll(
         gated.items.map((item) => item.id),
         runner.retrySoonMs(),
+        line.type,
       );
       back = [];
     } finally {

@@ -1,14 +1,16 @@
 import type { ResolvedLimit } from '../task-limit.js';
-import type { Sql } from '../store/sql.js';
-import { PENDING } from '../tasks/pending.js';
+import type { ScriptStatements, Sql } from '../store/sql.js';
+import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
 import type { DueRow } from '../tasks/task-row.js';
+import type { TaskId } from '../task.types.js';
+import type { LineRefusal } from './gate-line.types.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
  *
  * Concurrency: a seat is a transaction-scoped advisory lock, (LIMIT_LOCK_CLASS,
  * hash of type, key and seat number), taken by the claim of the first task
- * it lets run (claimTasks) and released by that claim's COMMIT or ROLLBACK,
+ * it lets run (lineCheckInScript) and released by that claim's COMMIT or ROLLBACK,
  * or by its session's end when the process dies. The handlers run inside the
  * claim, so they run only while its seat is held. Nothing to clean up, and
  * nothing survives a transaction on a pooled server session. Two keys whose
@@ -274,3 +276,103 @@ export function findWaiting(
     [type, instanceId, now, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
   );
 }
+
+/** A fired task of a limited type, as its line needs it: its payload only when its type's limit has a key. */
+export interface FiredRow extends DueRow {
+  type: string;
+  payload: unknown;
+}
+
+/**
+ * The fired tasks among `ids` still pending, as the gate lines them: type,
+ * due time, and the payload of those of `keyed` types (the limit key is
+ * computed from it). A plain read, outside any transaction: no note, no
+ * lock. The line's claim takes each task as the database has it then.
+ */
+export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]): Promise<FiredRow[]> {
+  return sql.rows<FiredRow>(
+    `SELECT id, type, due_at, CASE WHEN type = ANY($2::text[]) THEN payload END AS payload
+     FROM delayed_task t WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
+    [ids, keyed],
+  );
+}
+
+/** What a gate's claim may claim its line's tasks under, as its line check finds it. */
+export interface LineCheck {
+  type: string;
+  key: string;
+  /** Declared concurrency (a run-time override in the table decides otherwise). */
+  concurrency: number | null;
+  /** The declared limits include a rate. */
+  paced: boolean;
+  /** Rate credits taken for its starts, one a task: the check verifies this instance still holds them all. */
+  credits?: { holder: string; taken: number[] };
+}
+
+/**
+ * A gate's claim's first statement, sent with its BEGIN (a script: values
+ * quoted in): its one `refused` column is null when the line may claim, or
+ * says why not (LineRefusal). In order, each only if the one before passed,
+ * so no seat is taken for a paused type: the type's pause lock, taken
+ * shared (a pause being committed holds it exclusively: refused); the type's
+ * row, read FOR KEY SHARE, which returns its latest committed version (a
+ * pause or change committed since this statement's snapshot) and blocks no
+ * update of it; the rate credits, verified held by this instance, with its
+ * lease row locked FOR KEY SHARE (a takeover, which deletes that row and
+ * reaps the credits in one statement, cannot happen while the claim's
+ * handlers start: releaseExpiredInstances skips it); then a concurrency
+ * seat. The locks are transaction-scoped: they hold to the claim's end, so
+ * the claim statement that follows (claimTasks, cleared for the type) and
+ * every start are under them.
+ */
+export function lineCheckInScript(script: ScriptStatements, line: LineCheck): string {
+  const int = (n: number | null) => (n === null ? 'NULL::int' : `${Math.trunc(n)}::int`);
+  return script.statement('nest_delay_line_check', LINE_CHECK, [
+    script.literal(line.type),
+    script.literal(line.key),
+    int(line.concurrency),
+    line.credits ? `ARRAY[${line.credits.taken.map(int).join(', ')}]::int[]` : 'NULL::int[]',
+    line.credits ? script.literal(line.credits.holder) : 'NULL::text',
+    line.paced ? 'true' : 'false',
+  ]);
+}
+
+/** The line check's answer (lineCheckInScript). */
+export function readLineCheck(rows: unknown[]): LineRefusal | null {
+  return (rows as Array<{ refused: LineRefusal | null }>)[0]?.refused ?? null;
+}
+
+/** $1–$6: the type, the key, the declared concurrency, the credits taken (null: none), their holder, paced. */
+const LINE_CHECK = `WITH pause_lock AS (
+       SELECT pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($1)) AS ok
+     ), limits AS (
+       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
+              l.declared_at, l.declared_concurrency, l.declared_rate_starts
+       FROM delay_type_limit l, pause_lock
+       WHERE l.type = $1 AND pause_lock.ok
+       FOR KEY SHARE OF l
+     ), gate AS (
+       SELECT NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
+              -- Set at run time, else declared (stored at boot, else this instance's code).
+              CASE WHEN l.overridden THEN l.concurrency
+                   ELSE ${declaredColumn('l', 'concurrency', '$3::int')} END AS seats,
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL
+                   WHEN l.declared_at IS NOT NULL THEN l.declared_rate_starts IS NOT NULL
+                   ELSE $6::boolean END AS paced
+       FROM (SELECT 1) one LEFT JOIN limits l ON true
+     )
+     SELECT CASE
+       WHEN paused THEN 'paused'
+       WHEN $4::int[] IS NOT NULL AND NOT (cardinality($4::int[]) = (
+         SELECT count(*) FROM delay_limit_credit c
+         WHERE c.type = $1 AND c.key = $2 AND c.credit = ANY($4::int[]) AND c.holder = $5
+           AND c.used_at = 'infinity'
+       ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $5 FOR KEY SHARE OF i))
+         THEN 'unpaced'
+       WHEN $4::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
+       WHEN seats IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM generate_series(0, seats - 1) s
+         WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$1', '$2', 's')})
+       ) THEN 'busy'
+     END AS refused
+     FROM gate`;
