@@ -5,7 +5,8 @@ import type { TaskWheel } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { LimitGate } from '../limits/limit-gate.js';
 import type { LineClaim } from '../limits/gate-claims.js';
-import { lineCheckInScript, readLineCheck } from '../limits/limit-statements.js';
+import { lineCheckInScript } from '../limits/limit-statements.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
 import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
@@ -93,13 +94,7 @@ export class ClaimRunner {
       // gate's claim its line check, a batch of fired tasks its claim; a
       // claim alone charges orphaned notes before its claim.
       const claim = gated
-        ? lineCheckInScript(connection.script, {
-            type: gated.line.type,
-            key: gated.line.key,
-            concurrency: gated.declared.concurrency,
-            paced: gated.declared.rate !== null,
-            credits: line?.credits && { holder: ctx.options.instanceId, taken: line.credits },
-          })
+        ? lineCheckInScript(connection.script, gated, ctx.options.instanceId, line?.credits)
         : alone
           ? undefined
           : claimInScript(
@@ -127,9 +122,10 @@ export class ClaimRunner {
         alone,
         claimed: claimed && !gated ? readClaimed(claimed, now) : undefined,
         handled,
-        line: gated && { type: gated.line.type, refused: readLineCheck(claimed ?? []) },
-        // A gate's tasks run with savepoints from the start: a failure never starts a handler twice.
-        savepoints: gated !== undefined,
+        line: gated && {
+          type: gated.line.type,
+          refused: (claimed as Array<{ refused: LineRefusal | null }>)[0]?.refused ?? null,
+        },
         onStart: line?.onStart,
       });
     } catch (error) {

@@ -14,11 +14,7 @@ export interface Claimed {
    * cut off or another note lists them: each gets a claim of its own.
    */
   deferred: TaskId[];
-  /**
-   * Due tasks the database says are of a limited or paused type (and the
-   * claim was not cleared for it): unclaimed, for the limit gate. Only when
-   * this instance's picture of the limits was stale (see FIRED_GATED).
-   */
+  /** Due, of a type the database says is limited or paused (FIRED_GATED): unclaimed, for the gate. */
   gated: TaskId[];
   /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
   withdrawn: TaskId[];
@@ -59,12 +55,10 @@ export interface PassedRow {
  * kills its process takes no batch-mates with it. The claim clears the flag
  * (the one transition that does): if it rolls back, the flag is back.
  *
- * Shared limits are not its business: the dispatcher sends fired tasks of
- * limited types to the limit gate, whose claim clears its line's type first
- * (lineCheckInScript) and then runs this statement with `cleared` set. One
- * check stays, for what this instance cannot know: a task of a type
- * limited or paused in the database (at run time, or by another instance)
- * is left unclaimed and returned in `gated` (FIRED_GATED).
+ * Limits are the gate's: the dispatcher sends it fired tasks of limited
+ * types, and its claim clears its line's type (lineCheckInScript) before this
+ * statement. One check stays, for a limit or pause this instance has not
+ * read: such a task is left unclaimed, in `gated` (FIRED_GATED).
  *
  * $1–$7: the ids, now, the note, alone, after how long an occurrence is
  * overdue, the type the claim's line check cleared (null: none), and the
@@ -255,12 +249,9 @@ export function findOverdueUnleased(
 }
 
 /**
- * Whether the database says a due task's type is limited or paused, which
- * a claim not cleared for it (`$6`, a gate's line check) leaves to the gate.
- * The dispatcher sent every task of a type limited here to the gate already;
- * this is for a pause or a limit that this instance's picture lacked (set at
- * run time, or stored by another instance's boot): the database decides.
- * Every type handled here has its row (declareLimits, at boot).
+ * The database says the task's type is limited or paused, and no line check
+ * cleared it ($6): the dispatcher routes by a picture that may be a second
+ * old, the database decides. Every type handled here has its row (declareLimits).
  */
 const FIRED_GATED = `(t.type IS DISTINCT FROM $6::text AND (l.paused_at IS NOT NULL OR CASE
                 WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL

@@ -92,11 +92,7 @@ export class Dispatcher implements LifecycleService, ClaimHost {
     await this.gate.start();
   }
 
-  /**
-   * Fired tasks: those of a type the gate's book says is limited or paused
-   * go to the gate; the rest, and those whose type the hold did not know, to
-   * the claim queue (a plain claim sends a limited one on, see ClaimRunner).
-   */
+  /** Fired tasks: to the gate if their type is limited or paused, else (or type unknown) to the queue. */
   fire(tasks: readonly FiredTask[]): void {
     if (this._stopped) return;
     const plain: TaskId[] = [];

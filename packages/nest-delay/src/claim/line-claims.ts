@@ -1,10 +1,8 @@
 import { pauseWaitingProbe } from '../limits/limit-statements.js';
 import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
-import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import { claimTasks, returnUnstarted, type PassedRow } from './claim-statements.js';
-import { deleteNote } from './attempt-statements.js';
+import { returnUnstarted } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 
@@ -16,36 +14,16 @@ export interface LineGating {
 }
 
 /**
- * A gate's claim of one line's tasks. Its line check, sent with its BEGIN
- * (lineCheckInScript), decided in the database whether the type is paused,
- * took the line's concurrency seat and checked the rate credits are still
- * this instance's; then the one claim statement takes them all, cleared for
- * the line's type, and they go to the savepoint pass one at a time, in due
- * order. So a limited task is claimed once, by its line.
- *
- * What holds between the starts, without a check each: the claim holds the
- * type's pause lock shared, its seat, and its instance's lease row locked
- * to its end, so no pause commits and no takeover reaps its credits while it
- * runs. Before each start after the first, the savepoint step's round trip also asks
- * whether a pause() is waiting (pauseWaitingProbe): then, as once it has run
- * GATE_CLAIM_MAX_MS, it starts no more, and the tasks not started are put
- * back as they were (returnUnstarted) and go back to their line (`left`).
- * So a pause waits for one handler, and no transaction outlives a second by
- * more than one handler's run.
+ * A gate's claim of one line's tasks, once its line check (lineCheckInScript)
+ * and the claim statement took them: hands them to the savepoint pass one at
+ * a time, in due order. The check's locks (pause lock, seat, lease row) hold
+ * to the claim's end. Before each start after the first, the savepoint step
+ * also asks whether a pause() waits (pauseWaitingProbe): then, as once it has
+ * run GATE_CLAIM_MAX_MS, it starts no more, and puts back the tasks not
+ * started (returnUnstarted), for their line. So a pause waits for one
+ * handler, and no transaction outlives a second by more than one handler's run.
  */
-export class LineClaims {
-  /** Claimed by the statement, in due order. */
-  private claimed: ClaimRow[] = [];
-  deferred: TaskId[] = [];
-  refused: LineRefusal | null = null;
-  /** Not started: refused, or the claim stopped before them. Back to their line. */
-  left: TaskId[] = [];
-  /** Ids it could not lock, still pending (see PassedRow). */
-  passed: PassedRow[] = [];
-  /** Due, of a type with no handler here: left to an instance that has one. */
-  unhandled: TaskId[] = [];
-  /** Of another limited type than the line's (a replace changed it): to the gate. */
-  gated: TaskId[] = [];
+export class LineRun {
   private index = 0;
   private readonly beganMs = performance.now();
   /** The savepoint step's question before each start after the first: may it go on (no pause waiting)? */
@@ -53,46 +31,12 @@ export class LineClaims {
 
   constructor(
     private readonly sql: Sql,
-    private readonly ids: TaskId[],
-    private readonly claim: {
-      now: Date;
-      noteId: string;
-      alone: boolean;
-      overdueAfterMs: number;
-      handled: readonly string[];
-    },
-    private readonly line: LineGating,
-    literal: (value: string) => string,
+    /** Claimed, in due order. */
+    private readonly claimed: ClaimRow[],
+    private readonly claimedAt: Date,
+    typeLiteral: string,
   ) {
-    this.probe = pauseWaitingProbe(literal(line.type));
-  }
-
-  /** The one claim statement, unless the line check refused (then only the note goes). */
-  async take(): Promise<void> {
-    const { line, claim } = this;
-    if (line.refused) {
-      await deleteNote(this.sql, claim.noteId);
-      this.refused = line.refused;
-      this.left = [...this.ids];
-      return;
-    }
-    const result = await claimTasks(
-      this.sql,
-      this.ids,
-      claim.now,
-      claim.noteId,
-      claim.alone,
-      line.type,
-      claim.overdueAfterMs,
-      claim.handled,
-    );
-    this.deferred = result.deferred;
-    this.gated = result.gated;
-    this.passed = result.passed;
-    this.unhandled = result.unhandled;
-    this.claimed = result.claimed.sort(
-      (a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id),
-    );
+    this.probe = pauseWaitingProbe(typeLiteral);
   }
 
   /** The next task to start, or undefined once the claim has run its time. */
@@ -113,12 +57,12 @@ export class LineClaims {
 
   /**
    * Puts back the claimed tasks that did not start, in the claim's
-   * transaction (outside any task's savepoint), so they commit unchanged.
+   * transaction (outside any task's savepoint), so they commit unchanged;
+   * returns their ids, for their line.
    */
-  async putBack(): Promise<void> {
+  async putBack(): Promise<TaskId[]> {
     const unstarted = this.claimed.slice(this.index).map((row) => row.id);
-    if (unstarted.length === 0) return;
-    await returnUnstarted(this.sql, unstarted, this.claim.now);
-    this.left.push(...unstarted);
+    if (unstarted.length > 0) await returnUnstarted(this.sql, unstarted, this.claimedAt);
+    return unstarted;
   }
 }

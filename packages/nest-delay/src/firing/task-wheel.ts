@@ -36,9 +36,8 @@ export interface FiredTask {
  * dispatcher, which sends those of limited types to the limit gate and the
  * rest to its claim queue); no task work runs on the timer.
  *
- * Each entry keeps its task's type, interned (one string per type, shared by
- * every entry of it): the values column costs 8 bytes an entry, a reference
- * to that shared string, and no object per entry.
+ * Each entry keeps its task's type, interned: 8 bytes an entry (a reference
+ * to the one string of its type), no object per entry.
  */
 export class TaskWheel implements LifecycleService {
   private readonly wheel: TimingWheel<string | undefined>;
@@ -91,10 +90,9 @@ export class TaskWheel implements LifecycleService {
 
   /**
    * Holds a task of `type` to fire at `dueAtMs` (moving it if held); a task
-   * past the window is let go. `type` undefined: the type it is held with,
-   * if any (a claim that failed as a whole knows its ids only); a task fired
-   * with no type goes to a plain claim, whose statement sends it to the gate
-   * if its type is limited (ClaimRunner).
+   * past the window is let go. No `type`: the one it is held with, if any (a
+   * claim failed as a whole knows its ids only); fired with none, a plain
+   * claim sends it to the gate if its type is limited.
    */
   hold(id: TaskId, dueAtMs: number, type?: string): void {
     const key = keyOf(id);
@@ -117,10 +115,8 @@ export class TaskWheel implements LifecycleService {
   }
 
   private intern(type: string): string {
-    const known = this.types.get(type);
-    if (known !== undefined) return known;
-    this.types.set(type, type);
-    return type;
+    if (!this.types.has(type)) this.types.set(type, type);
+    return this.types.get(type)!;
   }
 
   /** No longer held here (it ran, was cancelled, or is leased elsewhere): the lease is another matter. */

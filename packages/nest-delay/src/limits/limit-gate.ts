@@ -59,8 +59,6 @@ export class LimitGate implements LifecycleService {
   private refilling = false;
   /** Counts sheds: a refill that read while tasks were shed keeps reading from the first. */
   private sheds = 0;
-  /** Types whose limit has a key function: their payload is read (take). */
-  private keyed: string[] | undefined;
   /** Fired ids being read (take) before they join their lines. */
   private readonly reading = new Set<TaskId>();
   private stopped = false;
@@ -170,39 +168,35 @@ export class LimitGate implements LifecycleService {
     return this.lines.hasReady(this.ctx.clock.now());
   }
 
-  /** Fired tasks of this type come here, not to a plain claim: it is limited or paused, as the book says. */
+  /** Fired tasks of this type come here: it is limited or paused, as the book says. */
   gates(type: string): boolean {
     return this.book.gates(type);
   }
 
   /**
    * Fired tasks the dispatcher sent here by their type, or that a plain
-   * claim's statement found limited or paused (`stale`: this instance's book
-   * lacked it, and is read again). One plain read gives what their lines
-   * need (the type, the due time, the payload for the limit key): the limit
-   * key is computed once, here, and the line's claim checks the limits as
-   * the database has them then. A task no longer pending is let go (it ran,
-   * or was cancelled); if the read fails, the ids go to the claim queue,
-   * whose claim sends any still limited back here: none is left nowhere.
+   * claim found limited or paused (`stale`: the book lacked it; read again).
+   * One plain read (findFired) gives their lines what they need; one no
+   * longer pending is let go. If it fails, they go to the claim queue, whose
+   * claim sends those still limited back here: none is left nowhere.
    */
   take(ids: TaskId[], stale = false): void {
     if (this.stopped) return;
     for (const id of ids) this.reading.add(id);
-    const { ctx, registry } = this;
-    this.keyed ??= registry.types().filter((type) => registry.limitOf(type)?.key !== undefined);
-    const keyed = this.keyed;
-    void Promise.all([findFired(ctx.db.pool, ids, keyed), stale ? this.readBook(true) : undefined])
-      .then(([rows]) => {
-        for (const id of ids) this.reading.delete(id);
-        this.add(rows.map((row) => ({ ...row, dueAtMs: row.due_at.getTime() })));
-      })
-      .catch((error: unknown) => {
-        for (const id of ids) this.reading.delete(id);
-        ctx.logger.error(
-          `Reading ${ids.length} fired task(s) of limited types failed: ${errorText(error)}`,
-        );
-        this.release(ids);
-      });
+    const { ctx } = this;
+    void Promise.all([
+      findFired(ctx.db.pool, ids, this.registry.keyedTypes()),
+      stale ? this.readBook(true) : undefined,
+    ])
+      // No longer reading before they join their lines: the room a reader waits for counts both.
+      .finally(() => ids.forEach((id) => this.reading.delete(id)))
+      .then(
+        ([rows]) => this.add(rows.map((row) => ({ ...row, dueAtMs: row.due_at.getTime() }))),
+        (error: unknown) => {
+          ctx.logger.error(`Reading fired tasks of limited types failed: ${errorText(error)}`);
+          this.release(ids);
+        },
+      );
   }
 
   /** Tasks for their lines (fired, or read back): each joins its line, or is shed when the gate is full. */
@@ -340,11 +334,8 @@ export class LimitGate implements LifecycleService {
   /**
    * Shed tasks come back once the gate and the queue are at most half full:
    * a page of one shed type (not paused), up to the gate's capacity, is read, in due order, from the
-   * table (those leased here or to no one). While the type gates they go
-   * straight back into its lines: a claim of fired tasks would only hand
-   * them over again, a transaction for every batch (the line's own claim
-   * checks each is still pending, not deferred, and the limits, as it
-   * always does). A type no longer limited goes to the dispatcher's queue.
+   * table (those leased here or to no one), into their lines while the type
+   * gates (the line's claim checks each, as always); else to the queue.
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;

@@ -3,7 +3,7 @@ import type { ScriptStatements, Sql } from '../store/sql.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
-import type { LineRefusal } from './gate-line.types.js';
+import type { GateClaim } from './gate-line.types.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
@@ -277,69 +277,44 @@ export function findWaiting(
   );
 }
 
-/** A fired task of a limited type, as its line needs it: its payload only when its type's limit has a key. */
-export interface FiredRow extends DueRow {
-  type: string;
-  payload: unknown;
-}
-
 /**
- * The fired tasks among `ids` still pending, as the gate lines them: type,
- * due time, and the payload of those of `keyed` types (the limit key is
- * computed from it). A plain read, outside any transaction: no note, no
- * lock. The line's claim takes each task as the database has it then.
+ * The fired tasks among `ids` still pending, as the gate lines them, with the
+ * payload of those of `keyed` types (their limit key): a plain read, no note,
+ * no lock; the line's claim takes each as the database has it then.
  */
-export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]): Promise<FiredRow[]> {
-  return sql.rows<FiredRow>(
+export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
+  return sql.rows<DueRow & { type: string; payload: unknown }>(
     `SELECT id, type, due_at, CASE WHEN type = ANY($2::text[]) THEN payload END AS payload
      FROM delayed_task t WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
     [ids, keyed],
   );
 }
 
-/** What a gate's claim may claim its line's tasks under, as its line check finds it. */
-export interface LineCheck {
-  type: string;
-  key: string;
-  /** Declared concurrency (a run-time override in the table decides otherwise). */
-  concurrency: number | null;
-  /** The declared limits include a rate. */
-  paced: boolean;
-  /** Rate credits taken for its starts, one a task: the check verifies this instance still holds them all. */
-  credits?: { holder: string; taken: number[] };
-}
-
 /**
- * A gate's claim's first statement, sent with its BEGIN (a script: values
- * quoted in): its one `refused` column is null when the line may claim, or
- * says why not (LineRefusal). In order, each only if the one before passed,
- * so no seat is taken for a paused type: the type's pause lock, taken
- * shared (a pause being committed holds it exclusively: refused); the type's
- * row, read FOR KEY SHARE, which returns its latest committed version (a
- * pause or change committed since this statement's snapshot) and blocks no
- * update of it; the rate credits, verified held by this instance, with its
- * lease row locked FOR KEY SHARE (a takeover, which deletes that row and
- * reaps the credits in one statement, cannot happen while the claim's
- * handlers start: releaseExpiredInstances skips it); then a concurrency
- * seat. The locks are transaction-scoped: they hold to the claim's end, so
- * the claim statement that follows (claimTasks, cleared for the type) and
- * every start are under them.
+ * A gate's claim's line check, sent with its BEGIN (values quoted in): null
+ * when the line may claim, else why not. In order, each only if the one
+ * before passed: the pause lock, shared (a pause committing holds it: refused);
+ * the type's row FOR KEY SHARE (its latest committed version, blocking no
+ * update); the rate `credits` still `holder`'s, with its lease row locked FOR
+ * KEY SHARE (a takeover, which reaps credits, skips it); a seat. All held to
+ * the claim's end, so its claim statement (claimTasks, cleared for the type)
+ * and every start are under them. `declared`: for a type with no stored row.
  */
-export function lineCheckInScript(script: ScriptStatements, line: LineCheck): string {
+export function lineCheckInScript(
+  script: ScriptStatements,
+  { line, declared }: GateClaim,
+  holder: string,
+  credits: number[] | undefined,
+): string {
   const int = (n: number | null) => (n === null ? 'NULL::int' : `${Math.trunc(n)}::int`);
   return script.statement('nest_delay_line_check', LINE_CHECK, [
     script.literal(line.type),
     script.literal(line.key),
-    int(line.concurrency),
-    line.credits ? `ARRAY[${line.credits.taken.map(int).join(', ')}]::int[]` : 'NULL::int[]',
-    line.credits ? script.literal(line.credits.holder) : 'NULL::text',
-    line.paced ? 'true' : 'false',
+    int(declared.concurrency),
+    credits ? `ARRAY[${credits.map(int).join(', ')}]::int[]` : 'NULL::int[]',
+    script.literal(holder),
+    declared.rate !== null ? 'true' : 'false',
   ]);
-}
-
-/** The line check's answer (lineCheckInScript). */
-export function readLineCheck(rows: unknown[]): LineRefusal | null {
-  return (rows as Array<{ refused: LineRefusal | null }>)[0]?.refused ?? null;
 }
 
 /** $1–$6: the type, the key, the declared concurrency, the credits taken (null: none), their holder, paced. */
