@@ -58,7 +58,7 @@ export interface ClaimParams {
   claimed?: Claimed;
   /** The types this instance has handlers for: no other is claimed (WindowPolicy.handles). */
   handled: readonly string[];
-  /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
+  /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineRun). */
   line?: LineGating;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
   onStart?: (row: ClaimRow) => void;
@@ -270,7 +270,7 @@ export class ClaimBatch {
 
   /**
    * Runs the claimed tasks `source` hands out, each in a savepoint of its
-   * own. A gate's claim (LineClaims) gives a `probe` asked in each savepoint step
+   * own. A gate's claim (LineRun) gives a `probe` asked in each savepoint step
    * before a start after the first: when it says stop, that task and the
    * rest are not started (`stopBefore`).
    */
