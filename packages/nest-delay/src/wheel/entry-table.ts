@@ -5,8 +5,8 @@
  * values and ids. No object per entry, so a million entries cost a few flat arrays rather
  * than a million objects for the GC to trace. Freed handles are chained through `next` and
  * reused; capacity doubles, keeping insertion amortised O(1). The values column exists only
- * once a value other than `undefined` is stored: a wheel of bare ids (as the delay runtime
- * keeps) saves its 8 bytes a slot.
+ * once a value other than `undefined` is stored: a wheel of bare ids saves its 8 bytes a
+ * slot (the delay runtime stores each task's type, one shared string per type).
  */
 import { IdIndex, type EntryId } from './id-index.js';
 
