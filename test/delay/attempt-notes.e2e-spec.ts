@@ -75,7 +75,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        refused: null,
         withdrawn: [],
       });
       await second.query('COMMIT');
@@ -93,7 +92,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        refused: null,
         withdrawn: [],
       });
       await first.query('COMMIT');
@@ -226,7 +224,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        refused: null,
         withdrawn: [],
       });
       await next.query('COMMIT');

@@ -1,5 +1,5 @@
 import { Injectable, Module } from '@nestjs/common';
-import { DelayLimits, DelayedTaskHandler } from 'nest-delay';
+import { DelayLimits, DelayedTaskHandler, type ClaimEvent } from 'nest-delay';
 import { SECOND, useDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
 const started: number[] = [];
@@ -10,14 +10,22 @@ class PausedHandlers {
   run(payload: { n: number }) {
     started.push(payload.n);
   }
+
+  @DelayedTaskHandler('limited.task', { limit: { concurrency: 1, key: (p: { k: string }) => p.k } })
+  limited(payload: { n: number }) {
+    started.push(payload.n);
+  }
 }
+
+/** Every claim transaction, as the observer hears of it. */
+const claims: ClaimEvent[] = [];
 
 @Module({ providers: [PausedHandlers] })
 class PausedModule {}
 
 // One claim at a time, so the order handlers start in is the order they were claimed in.
 const app = useDelayTestApp(
-  { instanceId: 'limits-pause', concurrency: 1 },
+  { instanceId: 'limits-pause', concurrency: 1, observer: { onClaim: (e) => claims.push(e) } },
   { modules: [{ module: PausedModule }] },
 );
 let t: DelayTestApp;
@@ -74,5 +82,47 @@ describe('pause and resume', () => {
     await limits.resume('paused.task');
     await t.tester.runDue();
     expect(started).toEqual([1]);
+  });
+});
+
+describe('a task of a limited type', () => {
+  // The dispatcher knows its type from the wheel and sends it to the gate, whose claim is its
+  // only one: no claim transaction takes it (an attempt note, a row lock) only to hand it back.
+  it('is claimed once, by its line: every claim transaction claims what it was given', async () => {
+    started.length = 0;
+    claims.length = 0;
+    const base = t.clock.now();
+    for (let n = 0; n < 4; n++)
+      await t.delay.schedule({
+        type: 'limited.task',
+        payload: { n, k: n % 2 ? 'odd' : 'even' },
+        runAt: base + SECOND + n,
+      });
+    await t.tester.advance(2 * SECOND);
+    await t.tester.runDue();
+    expect(started.sort()).toEqual([0, 1, 2, 3]);
+    expect(claims.length).toBeGreaterThan(0);
+    expect(claims.filter((claim) => claim.claimed !== claim.requested)).toEqual([]);
+    expect(claims.reduce((sum, claim) => sum + claim.claimed, 0)).toBe(4);
+    const [{ attempts }] = await t.query<{ attempts: number }>(
+      `SELECT sum(attempts)::int AS attempts FROM delayed_task WHERE type = 'limited.task'`,
+    );
+    expect(attempts).toBe(4);
+  });
+
+  // A pause this instance has not read yet (written by another instance): the claim statement
+  // finds it in the database and leaves the task to the gate, which waits for the resume.
+  it("of a type paused behind this instance's back never starts, and runs once on resume", async () => {
+    const limits = t.moduleRef.get(DelayLimits);
+    started.length = 0;
+    await t.query(`UPDATE delay_type_limit SET paused_at = now() WHERE type = 'paused.task'`);
+    const base = t.clock.now();
+    await t.delay.schedule({ type: 'paused.task', payload: { n: 7 }, runAt: base + SECOND });
+    await t.tester.advance(2 * SECOND);
+    expect(started).toEqual([]);
+    expect(await limits.get('paused.task')).toMatchObject({ paused: true, waiting: 1 });
+    await limits.resume('paused.task');
+    await t.tester.runDue();
+    expect(started).toEqual([7]);
   });
 });

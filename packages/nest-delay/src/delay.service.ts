@@ -153,7 +153,12 @@ export class DelayService {
           this.policy,
         )
       : await this.leasing(manager, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
-    followBulkWrite(this.wheel, this.runtime.ctx, rows, manager);
+    followBulkWrite(
+      this.wheel,
+      this.runtime.ctx,
+      rows.map((row) => ({ ...row, type: reqs[row.n - 1].type })),
+      manager,
+    );
     if (rows.length > 0 && this.observer.wants('onScheduled')) {
       const events = rows.map((row) => ({
         id: row.id,

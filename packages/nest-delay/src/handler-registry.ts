@@ -41,7 +41,7 @@ export interface DeclaredLimit {
 @Injectable()
 export class HandlerRegistry {
   private readonly handlers = new Map<string, RegisteredHandler>();
-  private limited: string[] | undefined;
+  private keyed: string[] | undefined;
   private readonly defaults: { maxAttempts: number; backoff: Backoff; timeoutMs: number };
 
   constructor(@Inject(DELAY_OPTIONS) options: ResolvedDelayOptions) {
@@ -87,7 +87,7 @@ export class HandlerRegistry {
       if (isLimited(resolved)) limit = { limit: resolved, key: declared.key };
     }
     this.handlers.set(type, { fn, name, maxAttempts, backoff, timeoutMs, limit });
-    this.limited = undefined;
+    this.keyed = undefined;
   }
 
   get(type: string): RegisteredHandler | undefined {
@@ -116,12 +116,12 @@ export class HandlerRegistry {
     return this.handlers.get(type)?.limit;
   }
 
-  /** Types whose handlers declare limits: every claim sends them, so kept, not rebuilt each time. */
-  limitedTypes(): string[] {
-    this.limited ??= [...this.handlers]
-      .filter(([, handler]) => handler.limit)
+  /** Types whose limit has a key function: the gate reads their fired tasks' payloads. */
+  keyedTypes(): string[] {
+    this.keyed ??= [...this.handlers]
+      .filter(([, handler]) => handler.limit?.key)
       .map(([type]) => type);
-    return this.limited;
+    return this.keyed;
   }
 
   has(type: string): boolean {

@@ -204,6 +204,11 @@ export function unlockNoteOnceGone(noteId: string): string {
      WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
 }
 
+/** Deletes a claim's own note in its transaction, when it claims nothing (a refused gate's claim). */
+export async function deleteNote(sql: Sql, noteId: string): Promise<void> {
+  await sql.rows(`DELETE FROM delay_attempt WHERE id = $1`, [noteId]);
+}
+
 /** The note with its id given (from reserveNoteIds), as a claim's script sends it. */
 const NOTE_NAME = 'nest_delay_note';
 

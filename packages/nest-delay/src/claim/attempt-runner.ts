@@ -196,3 +196,25 @@ export function withDeadline<T>(
     );
   });
 }
+
+/** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
+export function logFate(logger: DelayContext['logger'], fate: Fate): void {
+  // The common fates log nothing: a burst's completions build no message.
+  if (fate.transition === 'complete' || fate.transition === 'snooze' || fate.transition === 'skip')
+    return;
+  const { row } = fate;
+  const name = `Task ${row.id} (${row.type})`;
+  // The thrown error's stack frames follow the line (last_error keeps its message only).
+  const frames = (stack?: string) => stack?.split('\n').slice(1).join('\n') || undefined;
+  let write: (() => void) | undefined;
+  if (fate.transition === 'retry') {
+    const message = `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`;
+    const stack = frames(fate.stack);
+    write = () => logger.warn(stack ? `${message}\n${stack}` : message);
+  } else if (fate.transition === 'exhaust') {
+    const message = `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`;
+    write = () => logger.error(message, fate.stack);
+  } else if (fate.transition === 'discard')
+    write = () => logger.error(`${name} dead-lettered at once: ${fate.reason}`);
+  if (write) runInTaskScope(scopeOf(row), write);
+}

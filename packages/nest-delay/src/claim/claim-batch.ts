@@ -1,11 +1,10 @@
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-notes.js';
-import { claimTasks, type Claimed, type PassedRow } from './claim-statements.js';
+import { deleteNote, takeOrphanedNotes, unlockNoteOnceGone } from './attempt-notes.js';
+import { claimTasks, readClaimed, type Claimed, type PassedRow } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
-import { LineClaims, type LineGating } from './line-claims.js';
+import { LineRun, type LineGating } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
 import { writeCharge, writeFate } from '../tasks/fate-statements.js';
@@ -21,17 +20,17 @@ import {
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../context/delay-context.js';
-import { AttemptRunner, scopeOf } from './attempt-runner.js';
+import { AttemptRunner, logFate } from './attempt-runner.js';
 import { HandlerCutOff } from './attempt-runner.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
-import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 
 /* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */
 
 export interface BatchResult {
   claimedIds: Set<TaskId>;
-  /** Due tasks of limited or paused types, unclaimed: they wait in the limit gate. */
-  gated: GatedRow[];
+  /** Due tasks the database says are of a limited or paused type, unclaimed: to the limit gate. */
+  gated: TaskId[];
   /** Why a gate's claim stopped short: its type paused, its seats held elsewhere, no credit for a rate. */
   refused: LineRefusal | null;
   /** A gate's claim: tasks it did not try (it stopped short, or ran its time): back to their line. */
@@ -57,14 +56,10 @@ export interface ClaimParams {
   alone: boolean;
   /** What the claim statement sent with the BEGIN took (claimInScript); undefined: not claimed yet. */
   claimed?: Claimed;
-  /** Limited types, in a claim of fired tasks: handed to the gate. */
-  declared: string[];
   /** The types this instance has handlers for: no other is claimed (WindowPolicy.handles). */
   handled: readonly string[];
-  /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineClaims). */
+  /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineRun). */
   line?: LineGating;
-  /** Run with savepoints from the start (a savepoint a task), never optimistically then again. */
-  savepoints?: boolean;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
   onStart?: (row: ClaimRow) => void;
 }
@@ -111,7 +106,8 @@ export class ClaimBatch {
     // feel as lateness; a failure costs one rollback, never a second run.
     // The handlers' spans, when an OpenTelemetry SDK records them (see PassSpans).
     const spans = this.ctx.tracing?.pass();
-    if (plan.savepoints) {
+    // A gate's claim runs with savepoints from the start: a failure never starts a handler twice.
+    if (plan.line) {
       const result = await this.pass(connection, ids, plan, new Map(), spans);
       if (!(result instanceof Redo)) return result;
       spans?.rolledBack();
@@ -146,54 +142,42 @@ export class ClaimBatch {
     try {
       const exhausted = plan.alone ? await this.chargeOrphanedNotes(connection, ids, plan) : [];
       const now = new Date(plan.nowMs);
-      const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
-      let claimed: ClaimRow[];
-      let taken: Omit<Claimed, 'claimed' | 'withdrawn'> & { left?: TaskId[] };
-      let fates: Fate[] | Redo;
-      if (plan.line) {
-        // A gate's claim: one claim statement for the line's tasks (LineClaims), always with savepoints,
-        // asking before each start whether a pause waits; what did not start is put back.
-        const line = new LineClaims(
+      const { line } = plan;
+      // The optimistic pass may have its claim already (sent with the BEGIN); a
+      // rerun claims again. A gate's claim its line's tasks, cleared for their
+      // type by its line check, unless that refused (then only its note goes).
+      let result: Claimed;
+      // Not tried (refused), or claimed and not started: back to their line.
+      const left: TaskId[] = line?.refused ? [...ids] : [];
+      if (line?.refused) {
+        await deleteNote(sql, plan.noteId);
+        result = readClaimed([], now); // nothing claimed
+      } else if (!known && plan.claimed) result = plan.claimed;
+      else {
+        const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
+        const cleared = line?.type ?? null;
+        result = await claimTasks(
           sql,
           ids,
-          {
-            now,
-            noteId: plan.noteId,
-            alone: plan.alone,
-            overdueAfterMs: overdueMs,
-            handled: plan.handled,
-          },
-          plan.line,
-          connection.literal,
+          now,
+          plan.noteId,
+          plan.alone,
+          cleared,
+          overdueMs,
+          plan.handled,
         );
-        await line.take();
-        fates = await this.runWithSavepoints(connection, line, plan, known ?? new Map(), spans);
-        await line.putBack();
-        claimed = line.started;
-        taken = {
-          deferred: line.deferred,
-          gated: [],
-          refused: line.refused,
-          left: line.left,
-          passed: line.passed,
-          unhandled: line.unhandled,
-        };
+      }
+      const { claimed } = result;
+      claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
+      let started = claimed;
+      let fates: Fate[] | Redo;
+      if (line) {
+        // Always with savepoints, asking before each start whether a pause waits; what did not start is put back.
+        const run = new LineRun(sql, claimed, now, connection.literal(line.type));
+        fates = await this.runWithSavepoints(connection, run, plan, known ?? new Map(), spans);
+        left.push(...(await run.putBack()));
+        started = run.started;
       } else {
-        // The optimistic pass may have its claim already (sent with the BEGIN); a rerun claims again.
-        ({ claimed, ...taken } =
-          !known && plan.claimed
-            ? plan.claimed
-            : await claimTasks(
-                sql,
-                ids,
-                now,
-                plan.noteId,
-                plan.alone,
-                plan.declared,
-                overdueMs,
-                plan.handled,
-              ));
-        claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
         const rows = claimed.values();
         const next = () => rows.next().value;
         fates = known
@@ -208,15 +192,15 @@ export class ClaimBatch {
       const commit = () => connection.commit(unlockNoteOnceGone(plan.noteId));
       if (!(await (spans ? spans.withinOnly(commit) : commit()))) return new Redo(new Map());
       spans?.committed([...exhausted, ...fates]);
-      for (const fate of [...exhausted, ...fates]) this.log(fate);
+      for (const fate of [...exhausted, ...fates]) logFate(this.ctx.logger, fate);
       return {
-        claimedIds: new Set(claimed.map((row) => row.id)),
-        deferred: taken.deferred,
-        passed: taken.passed,
-        unhandled: taken.unhandled,
-        gated: taken.gated,
-        refused: taken.refused,
-        left: taken.left ?? [],
+        claimedIds: new Set(started.map((row) => row.id)),
+        deferred: result.deferred,
+        passed: result.passed,
+        unhandled: result.unhandled,
+        gated: result.gated,
+        refused: line?.refused ?? null,
+        left,
         fates: [...exhausted, ...fates],
         rerun: false,
       };
@@ -286,7 +270,7 @@ export class ClaimBatch {
 
   /**
    * Runs the claimed tasks `source` hands out, each in a savepoint of its
-   * own. A gate's claim (LineClaims) gives a `probe` asked in each savepoint step
+   * own. A gate's claim (LineRun) gives a `probe` asked in each savepoint step
    * before a start after the first: when it says stop, that task and the
    * rest are not started (`stopBefore`).
    */
@@ -378,33 +362,6 @@ export class ClaimBatch {
   private async rollbackToSavepoint(connection: ClaimConnection): Promise<void> {
     await connection.rollbackToSavepoint();
     AfterCommit.rolledBackToSavepoint(connection.runner);
-  }
-
-  /** A committed fate worth a line, inside the task's scope: a structured logger adds its id, type, key and attempt. */
-  private log(fate: Fate): void {
-    // The common fates log nothing: a burst's completions build no message.
-    if (
-      fate.transition === 'complete' ||
-      fate.transition === 'snooze' ||
-      fate.transition === 'skip'
-    )
-      return;
-    const { row } = fate;
-    const name = `Task ${row.id} (${row.type})`;
-    const { logger } = this.ctx;
-    // The thrown error's stack frames follow the line (last_error keeps its message only).
-    const frames = (stack?: string) => stack?.split('\n').slice(1).join('\n') || undefined;
-    let write: (() => void) | undefined;
-    if (fate.transition === 'retry') {
-      const message = `${name} failed attempt ${row.attempts}/${row.max_attempts}, retrying at ${new Date(fate.dueAtMs).toISOString()}: ${fate.error}`;
-      const stack = frames(fate.stack);
-      write = () => logger.warn(stack ? `${message}\n${stack}` : message);
-    } else if (fate.transition === 'exhaust') {
-      const message = `${name} dead-lettered after ${fate.attempts} attempt(s): ${fate.reason}`;
-      write = () => logger.error(message, fate.stack);
-    } else if (fate.transition === 'discard')
-      write = () => logger.error(`${name} dead-lettered at once: ${fate.reason}`);
-    if (write) runInTaskScope(scopeOf(row), write);
   }
 }
 

@@ -5,6 +5,8 @@ import type { TaskWheel } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { LimitGate } from '../limits/limit-gate.js';
 import type { LineClaim } from '../limits/gate-claims.js';
+import { lineCheckInScript } from '../limits/limit-statements.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
 import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
@@ -85,19 +87,19 @@ export class ClaimRunner {
       noteId = await this.noteIds.take(connection.sql);
       this.notes.noted(connection, noteId);
       const now = new Date(nowMs);
-      const declared = gated ? [] : this.gate.declaredTypes();
       const handled = ctx.policy.handledTypes;
-      // A batch of fired tasks is claimed in the same message (one round
-      // trip fewer); a gate's claim and a claim alone do more before theirs.
-      const claim =
-        gated || alone
+      // Sent in the same message as the BEGIN (one round trip fewer): a
+      // gate's claim its line check, a batch of fired tasks its claim; a
+      // claim alone charges orphaned notes before its claim.
+      const claim = gated
+        ? lineCheckInScript(connection.script, gated, ctx.options.instanceId, line?.credits)
+        : alone
           ? undefined
           : claimInScript(
               connection.script,
               ids,
               now,
               noteId,
-              declared,
               overdueAfterMs(ctx.options.leaseMs),
               handled,
             );
@@ -116,18 +118,12 @@ export class ClaimRunner {
         nowMs,
         noteId,
         alone,
-        claimed: claimed && readClaimed(claimed, now),
-        declared,
+        claimed: claimed && !gated ? readClaimed(claimed, now) : undefined,
         handled,
         line: gated && {
           type: gated.line.type,
-          key: gated.line.key,
-          concurrency: gated.declared.concurrency,
-          paced: gated.declared.rate !== null,
-          credits: line?.credits && { holder: ctx.options.instanceId, taken: line.credits },
+          refused: (claimed as Array<{ refused: LineRefusal | null }>)[0]?.refused ?? null,
         },
-        // A gate's tasks run with savepoints from the start: a failure never starts a handler twice.
-        savepoints: gated !== undefined,
         onStart: line?.onStart,
       });
     } catch (error) {
@@ -145,13 +141,13 @@ export class ClaimRunner {
       // pooler's answer to a prepared claim turned preparing off (reported
       // once, by PreparedStatements): claimed again at once, unprepared.
       if (isPoolerAnswer(error)) {
-        this.holdAll(ids, ctx.clock.now());
+        this.holdAll(ids, ctx.clock.now(), gated?.line.type);
         return undefined;
       }
       ctx.logger.error(
         `Claim transaction for ${ids.length} task(s) failed, retrying them shortly: ${errorText(error)}`,
       );
-      this.holdAll(ids, this.retrySoonMs());
+      this.holdAll(ids, this.retrySoonMs(), gated?.line.type);
       return undefined;
     } finally {
       if (connection) {
@@ -168,8 +164,9 @@ export class ClaimRunner {
     for (const fate of result.fates) this.follow(fate);
     // Every id given is claimed (its fate followed above), deferred, gated,
     // back in its line (`left`, GateClaims.run), unhandled, passed, or no
-    // longer pending (nothing to do): none is left nowhere.
-    if (result.gated.length > 0) this.gate.add(result.gated);
+    // longer pending (nothing to do): none is left nowhere. Gated: this
+    // instance did not know its type was limited; the gate reads the limits again.
+    if (result.gated.length > 0) this.gate.take(result.gated, true);
     if (!gated) for (const id of result.deferred) host.queueAlone(id);
     this.handBack(result.unhandled);
     this.followPassed(ids, result.passed);
@@ -199,8 +196,9 @@ export class ClaimRunner {
     return this.ctx.clock.now() + Math.max(this.ctx.options.tickMs, FAILED_CLAIM_RETRY_MIN_MS);
   }
 
-  holdAll(ids: TaskId[], dueAtMs: number): void {
-    for (const id of ids) this.wheel.hold(id, dueAtMs);
+  /** `type` undefined: the types they are held with, if any (see TaskWheel.hold). */
+  holdAll(ids: TaskId[], dueAtMs: number, type?: string): void {
+    for (const id of ids) this.wheel.hold(id, dueAtMs, type);
   }
 
   /** The wheel follows a fate (firing/holds.ts). */
@@ -233,14 +231,14 @@ export class ClaimRunner {
         // The row was not as claimed (a charge in the same claim rolled back
         // with it): its note stays, orphaned, and the task's next claim, alone,
         // charges what the table says. Claimed again soon, not stranded.
-        this.wheel.hold(row.id, this.retrySoonMs());
+        this.wheel.hold(row.id, this.retrySoonMs(), row.type);
       }
     } catch (error) {
       // Uncharged, rather than let its note charge the batch-mates below as
       // well. Still leased here, so no loader would take it: held here, and
       // claimed again soon (its note, forgotten, defers nothing).
       this.notes.forgetLater(noteId);
-      this.wheel.hold(row.id, this.retrySoonMs());
+      this.wheel.hold(row.id, this.retrySoonMs(), row.type);
       ctx.logger.error(
         `Charging the cut-off task ${row.id} failed, claiming it again shortly, uncharged: ${errorText(error)}`,
       );
@@ -268,7 +266,7 @@ export class ClaimRunner {
       const again = this.passedOnce.delete(row.id);
       if (!again) this.passedOnce.add(row.id);
       const dueAtMs = again ? Math.max(row.dueAtMs, nowMs + this.ctx.options.tickMs) : row.dueAtMs;
-      this.wheel.hold(row.id, dueAtMs);
+      this.wheel.hold(row.id, dueAtMs, row.type);
     }
   }
 }

@@ -2,7 +2,6 @@ import type { TaskId } from '../task.types.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
 import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
 import type { ClaimRow, DueRow } from '../tasks/task-row.js';
-import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
 import { startedEvents } from '../tasks/task-events.js';
 import {
   countMissed,
@@ -18,10 +17,8 @@ export interface Claimed {
    * cut off or another note lists them: each gets a claim of its own.
    */
   deferred: TaskId[];
-  /** Due tasks of types with a limit or a pause: each waits in the limit gate. */
-  gated: GatedRow[];
-  /** Why a gate's claim claimed nothing (see LineRefusal); null: not refused. */
-  refused: LineRefusal | null;
+  /** Due, of a type the database says is limited or paused (FIRED_GATED): unclaimed, for the gate. */
+  gated: TaskId[];
   /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
   withdrawn: TaskId[];
   /** Ids it did not lock that are still pending, as last committed (see PassedRow). */
@@ -39,10 +36,10 @@ export interface Claimed {
  */
 export interface PassedRow {
   id: TaskId;
+  type: string;
   dueAtMs: number;
   lockedBy: string | null;
 }
-
 
 /**
  * The claim: takes the due, still pending tasks among `ids` inside the
@@ -61,16 +58,17 @@ export interface PassedRow {
  * kills its process takes no batch-mates with it. The claim clears the flag
  * (the one transition that does): if it rolls back, the flag is back.
  *
- * Shared limits: a claim of fired tasks leaves those of limited or paused
- * types (`declared` here, or limited or paused at run time) unclaimed and
- * returns them in `gated`, for the limit gate; a gate's claim of a line's
- * tasks is this statement with the line's checks first (line-claims.ts).
+ * Limits are the gate's: the dispatcher sends it fired tasks of limited
+ * types, and its claim clears its line's type (lineCheckInScript) before this
+ * statement. One check stays, for a limit or pause this instance has not
+ * read: such a task is left unclaimed, in `gated` (FIRED_GATED).
  *
  * $1–$7: the ids, now, the note, alone, after how long an occurrence is
- * overdue, the types declared limited here, and the types handled here (a
- * due task of any other type is left unclaimed and its lease let go, in
- * `unhandled`: an instance with its handler runs it). The arrays left over go out
- * as NULL when empty: each claimed row carries them, and the driver parses each.
+ * overdue, the type the claim's line check cleared (null: none), and the
+ * types handled here (a due task of any other type is left unclaimed and its
+ * lease let go, in `unhandled`: an instance with its handler runs it). The
+ * arrays left over go out as NULL when empty: each claimed row carries them,
+ * and the driver parses each.
  */
 export async function claimTasks(
   sql: Sql,
@@ -78,8 +76,8 @@ export async function claimTasks(
   now: Date,
   noteId: string,
   alone: boolean,
-  /** The types declared limited here: their fired tasks go to the limit gate. */
-  declared: string[] = [],
+  /** A gate's claim: its line's type, which its line check cleared (null: a plain claim). */
+  cleared: string | null = null,
   /**
    * Occurrences due longer ago than this are overdue (schedules/occurrence-plan.ts);
    * the runtime passes two of its leases, the default is two default leases.
@@ -90,7 +88,7 @@ export async function claimTasks(
 ): Promise<Claimed> {
   const rows = await sql.rows<ClaimedWire>(
     FIRED_CLAIM,
-    [ids, now, noteId, alone, overdueAfterMs, declared, handled],
+    [ids, now, noteId, alone, overdueAfterMs, cleared, handled],
     // Prepared where it can be: planning it cost Postgres more than running it for a few tasks.
     'nest_delay_claim',
   );
@@ -98,7 +96,7 @@ export async function claimTasks(
 }
 
 /**
- * The claim of fired tasks (not alone, no line) as a statement of a script,
+ * The claim of fired tasks (not alone, not a gate's) as a statement of a script,
  * its values quoted in: sent in the message that writes its note and begins
  * its transaction (recordAttemptAndBegin), it saves the claim a round trip.
  * Prepared once per session where the connection can (SQL PREPARE, then
@@ -109,21 +107,18 @@ export function claimInScript(
   ids: TaskId[],
   now: Date,
   noteId: string,
-  declared: string[],
   overdueAfterMs: number,
   handled: readonly string[],
 ): string {
   assertIds([noteId, ...ids]);
-  const texts = (types: readonly string[]) =>
-    `ARRAY[${types.map((type) => script.literal(type)).join(', ')}]::text[]`;
   return script.statement('nest_delay_claim_script', FIRED_CLAIM, [
     `'{${ids.join(',')}}'::bigint[]`,
     `'${now.toISOString()}'::timestamptz`,
     `${noteId}::bigint`,
     'false',
     `${Math.round(overdueAfterMs)}`,
-    texts(declared),
-    texts(handled),
+    'NULL::text',
+    `ARRAY[${handled.map((type) => script.literal(type)).join(', ')}]::text[]`,
   ]);
 }
 
@@ -134,16 +129,11 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
   return {
     claimed: wire.filter((row) => row.id !== null).map((row) => fromWire(row, now)),
     deferred: first?.deferred ?? [],
-    gated: (first?.gated ?? []).map((g) => ({
-      id: g.id,
-      type: g.type,
-      payload: g.payload,
-      dueAtMs: Math.floor(g.due),
-    })),
-    refused: first?.refused ?? null,
+    gated: first?.gated ?? [],
     withdrawn: first?.withdrawn ?? [],
     passed: (first?.passed ?? []).map((p) => ({
       id: p.id,
+      type: p.type,
       dueAtMs: Math.floor(p.due),
       lockedBy: p.locked_by,
     })),
@@ -153,95 +143,11 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
 
 export type ClaimedWire = ClaimWire & {
   deferred: TaskId[] | null;
-  gated: Array<{ id: TaskId; type: string; payload: unknown; due: number }> | null;
-  refused: LineRefusal | null;
+  gated: TaskId[] | null;
   withdrawn: TaskId[] | null;
-  passed: Array<{ id: TaskId; due: number; locked_by: string | null }> | null;
+  passed: Array<{ id: TaskId; type: string; due: number; locked_by: string | null }> | null;
   unhandled: TaskId[] | null;
 };
-
-/**
- * The claim statement, of fired tasks, or of a gate's line when given its
- * `lineCheck`: CTEs that end with \`line_check\`, whose one \`refused\` column
- * (null: go on) decides whether anything is claimed (see line-claims.ts).
- * Parameters $1–$5 are listed in claimTasks; $6 on are the fired claim's
- * declared types, or the line's.
- */
-export function claimStatement(lineCheck: string | undefined, handledTypes: string): string {
-  return `WITH mine AS (
-       DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
-     ),${lineCheck ? `\n${lineCheck},` : ''} due AS (
-       SELECT t.id, t.interrupted_at, t.type, t.payload, t.due_at, handled,
-              handled AND ${lineCheck ? 'false' : FIRED_GATED} AS gated,
-              -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
-              CASE WHEN handled THEN ${occurrenceVerdict('t', '$2', '$5')} END AS withdrawn
-       FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type,
-            LATERAL (SELECT ${handledTypes}::text[] IS NULL OR t.type = ANY(${handledTypes}::text[]) AS handled) h
-       WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
-         ${lineCheck ? 'AND (SELECT refused IS NULL FROM line_check)' : ''}
-       FOR UPDATE OF t SKIP LOCKED
-     ), withdrawn AS (
-       ${withdrawOccurrences('due', '$2')}
-     ), missed AS (
-       ${countMissed('withdrawn', '$2')}
-     ), listed AS MATERIALIZED (
-       -- Read once, whatever the plan: joined to due instead, a generic plan
-       -- that guessed one due row repeated this index scan for every due row
-       -- (5,000 buffers a claim of 50, three quarters of a burst's claim).
-       -- Ids of other notes that are not due here are harmless to runnable's NOT IN.
-       SELECT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
-       WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
-         AND a.recorded_at >= pg_postmaster_start_time() AND task_id IS NOT NULL
-     ), runnable AS (
-       SELECT id FROM due
-       WHERE handled AND NOT gated AND withdrawn IS NULL
-         AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
-     ), claimed AS (
-       UPDATE delayed_task t
-       SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
-       FROM runnable WHERE t.id = runnable.id
-       RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
-                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.created_at')} AS created_at,
-                 t.schedule_name,
-                 ${epochMs('t.occurrence_at')} AS occurrence_at,
-                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
-                 (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
-     ), handed_back AS (
-       -- A type with no handler here: its lease goes, for an instance that has one.
-       UPDATE delayed_task t SET locked_by = NULL
-       FROM due WHERE t.id = due.id AND NOT due.handled AND t.locked_by IS NOT NULL
-     ), passed AS (
-       -- The ids it did not lock (none, most often: no row read then).
-       SELECT t.id, t.due_at, t.locked_by
-       FROM (SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM due) AS m(id)
-       JOIN delayed_task t ON t.id = m.id
-       WHERE ${PENDING_BY_ID}
-     ), started AS (
-       -- [timeline] a task with an entity records its attempt, by the note's instance.
-       ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
-     )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.refused, left_over.withdrawn,
-            left_over.passed, left_over.unhandled
-     FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE handled AND NOT gated AND withdrawn IS NULL
-                                  AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
-                  NULLIF(ARRAY(SELECT id FROM due WHERE NOT handled), '{}') AS unhandled,
-                  NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
-                  (SELECT json_agg(json_build_object('id', id::text, 'type', type, 'payload', payload,
-                                                     'due', ${epochMs('due_at')}))
-                   FROM due WHERE gated AND withdrawn IS NULL) AS gated,
-                  (SELECT json_agg(json_build_object('id', id::text, 'due', ${epochMs('due_at')},
-                                                     'locked_by', locked_by))
-                   FROM passed) AS passed,
-                  ${lineCheck ? '(SELECT refused FROM line_check)' : 'NULL::text'} AS refused) left_over
-     LEFT JOIN claimed ON true`;
-}
-
-/** Whether a fired task waits in the limit gate instead ($6: the types declared limited here). */
-const FIRED_GATED = `(l.paused_at IS NOT NULL OR CASE
-                WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
-                WHEN l.declared_at IS NOT NULL
-                  THEN l.declared_concurrency IS NOT NULL OR l.declared_rate_starts IS NOT NULL
-                ELSE t.type = ANY($6::text[]) END)`;
 
 /**
  * Timestamps leave Postgres as epoch milliseconds: parsing `pg`'s text form
@@ -335,8 +241,8 @@ export function findOverdueUnleased(
   limit: number,
   types: readonly string[],
 ) {
-  return sql.rows<DueRow>(
-    `SELECT id, due_at FROM delayed_task
+  return sql.rows<DueRow & { type: string }>(
+    `SELECT id, due_at, type FROM delayed_task
      WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
        AND (due_at, id) > ($2::timestamptz, $3::bigint) AND type = ANY($5::text[])
      ORDER BY due_at, id
@@ -345,5 +251,76 @@ export function findOverdueUnleased(
   );
 }
 
-// Built once, after everything their text uses: one text per name, as a prepared statement needs.
-const FIRED_CLAIM = claimStatement(undefined, '$7');
+/**
+ * The database says the task's type is limited or paused, and no line check
+ * cleared it ($6): the dispatcher routes by a picture that may be a second
+ * old, the database decides. Every type handled here has its row (declareLimits).
+ */
+const FIRED_GATED = `(t.type IS DISTINCT FROM $6::text AND (l.paused_at IS NOT NULL OR CASE
+                WHEN l.overridden THEN l.concurrency IS NOT NULL OR l.rate_starts IS NOT NULL
+                ELSE l.declared_concurrency IS NOT NULL OR l.declared_rate_starts IS NOT NULL END))`;
+
+// Built once, after everything its text uses: one text per name, as a prepared statement needs.
+/** The claim statement; its parameters are listed in claimTasks. */
+const FIRED_CLAIM = `WITH mine AS (
+       DELETE FROM delay_attempt WHERE id = $3 RETURNING instance_id
+     ), due AS (
+       SELECT t.id, t.interrupted_at, t.type, t.due_at, handled,
+              handled AND ${FIRED_GATED} AS gated,
+              -- Schedules: an occurrence its schedule no longer wants, or missed, is withdrawn.
+              CASE WHEN handled THEN ${occurrenceVerdict('t', '$2', '$5')} END AS withdrawn
+       FROM delayed_task t LEFT JOIN delay_type_limit l ON l.type = t.type,
+            LATERAL (SELECT $7::text[] IS NULL OR t.type = ANY($7::text[]) AS handled) h
+       WHERE t.id = ANY($1::bigint[]) AND ${PENDING_BY_ID} AND t.due_at <= $2
+       FOR UPDATE OF t SKIP LOCKED
+     ), withdrawn AS (
+       ${withdrawOccurrences('due', '$2')}
+     ), missed AS (
+       ${countMissed('withdrawn', '$2')}
+     ), listed AS MATERIALIZED (
+       -- Read once, whatever the plan: joined to due instead, a generic plan
+       -- that guessed one due row repeated this index scan for every due row
+       -- (5,000 buffers a claim of 50, three quarters of a burst's claim).
+       -- Ids of other notes that are not due here are harmless to runnable's NOT IN.
+       SELECT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
+       WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
+         AND a.recorded_at >= pg_postmaster_start_time() AND task_id IS NOT NULL
+     ), runnable AS (
+       SELECT id FROM due
+       WHERE handled AND NOT gated AND withdrawn IS NULL
+         AND ($4::boolean OR (interrupted_at IS NULL AND id NOT IN (SELECT task_id FROM listed)))
+     ), claimed AS (
+       UPDATE delayed_task t
+       SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
+       FROM runnable WHERE t.id = runnable.id
+       RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
+                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.created_at')} AS created_at,
+                 t.schedule_name,
+                 ${epochMs('t.occurrence_at')} AS occurrence_at,
+                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
+                 (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
+     ), handed_back AS (
+       -- A type with no handler here: its lease goes, for an instance that has one.
+       UPDATE delayed_task t SET locked_by = NULL
+       FROM due WHERE t.id = due.id AND NOT due.handled AND t.locked_by IS NOT NULL
+     ), passed AS (
+       -- The ids it did not lock (none, most often: no row read then).
+       SELECT t.id, t.type, t.due_at, t.locked_by
+       FROM (SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM due) AS m(id)
+       JOIN delayed_task t ON t.id = m.id
+       WHERE ${PENDING_BY_ID}
+     ), started AS (
+       -- [timeline] a task with an entity records its attempt, by the note's instance.
+       ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
+     )
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.withdrawn,
+            left_over.passed, left_over.unhandled
+     FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE handled AND NOT gated AND withdrawn IS NULL
+                                  AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
+                  NULLIF(ARRAY(SELECT id FROM due WHERE NOT handled), '{}') AS unhandled,
+                  NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
+                  NULLIF(ARRAY(SELECT id FROM due WHERE gated AND withdrawn IS NULL), '{}') AS gated,
+                  (SELECT json_agg(json_build_object('id', id::text, 'type', type,
+                                                     'due', ${epochMs('due_at')}, 'locked_by', locked_by))
+                   FROM passed) AS passed) left_over
+     LEFT JOIN claimed ON true`;

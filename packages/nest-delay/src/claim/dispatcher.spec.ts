@@ -64,7 +64,6 @@ function dispatcherWith(concurrency: number, batchSize: number) {
   } as unknown as DelayContext;
   const registry = {
     limitOf: () => undefined,
-    limitedTypes: () => [],
     types: () => [],
   } as unknown as HandlerRegistry;
   const dispatcher = new Dispatcher(ctx, registry, {} as TaskWheel);

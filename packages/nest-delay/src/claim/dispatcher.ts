@@ -1,4 +1,4 @@
-import type { TaskWheel } from '../firing/task-wheel.js';
+import type { FiredTask, TaskWheel } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { GateClaims } from '../limits/gate-claims.js';
 import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
@@ -9,10 +9,11 @@ import { ClaimRunner, type ClaimHost } from './claim-runner.js';
 import type { ExecutionStats } from './claim-outcomes.js';
 
 /**
- * Decides what runs when. Ids fired by the wheel (or read by the backlog
- * drainer) wait in the claim queue in due order; claim transactions take
- * them a batch at a time, each on a connection of its own (ClaimRunner runs
- * one). What holds:
+ * Decides what runs when. Tasks fired by the wheel (or read by the backlog
+ * drainer) of a type limited or paused here go to the limit gate, which
+ * claims them itself; the rest wait in the claim queue in due order, and
+ * claim transactions take them a batch at a time, each on a connection of
+ * its own (ClaimRunner runs one). What holds:
  * - at most `concurrency` claims are in flight, the gate's included; while
  *   ids wait and fewer are in flight, another is launched at once;
  * - a task that may only run alone waits for every claim in flight to end
@@ -89,6 +90,17 @@ export class Dispatcher implements LifecycleService, ClaimHost {
   async start(): Promise<void> {
     await this.gateClaims.start();
     await this.gate.start();
+  }
+
+  /** Fired tasks: to the gate if their type is limited or paused, else (or type unknown) to the queue. */
+  fire(tasks: readonly FiredTask[]): void {
+    if (this._stopped) return;
+    const plain: TaskId[] = [];
+    const gated: TaskId[] = [];
+    for (const { id, type } of tasks)
+      (type !== undefined && this.gate.gates(type) ? gated : plain).push(id);
+    if (gated.length > 0) this.gate.take(gated);
+    if (plain.length > 0) this.enqueue(plain);
   }
 
   enqueue(ids: Iterable<TaskId>): void {

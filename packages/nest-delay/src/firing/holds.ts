@@ -8,7 +8,9 @@ import type { TaskWheel } from './task-wheel.js';
 /**
  * Which tasks this instance's wheel holds, and until when: every rule that
  * follows a write, a fate or a cancel, in one file (the loader, the stranded
- * sweep and a claim's retries hold what they leased, at its due time).
+ * sweep and a claim's retries hold what they leased, at its due time). Every
+ * hold names the task's type, which the rows read here all carry: the
+ * dispatcher sends a fired task of a limited type to the gate by it.
  *
  * The wheel holds a pending task of a type handled here, due within the
  * window, while it is leased here. One exception: a task written in a
@@ -42,11 +44,11 @@ export function followWrite(
   // Another instance's to run (see WindowPolicy.handles).
   if (!policy.handles(row.type)) return wheel.drop(row.id);
   const dueAtMs = row.due_at.getTime();
-  if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs);
-  else if (policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs);
+  if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs, row.type);
+  else if (policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs, row.type);
   else if (row.locked_by !== null) wheel.drop(row.id);
   // Unleased and committed: a hold it has (an earlier caller's write) moves with it.
-  else if (wheel.has(row.id)) wheel.hold(row.id, dueAtMs);
+  else if (wheel.has(row.id)) wheel.hold(row.id, dueAtMs, row.type);
 }
 
 /**
@@ -57,13 +59,13 @@ export function followWrite(
 export function followBulkWrite(
   wheel: TaskWheel,
   ctx: Holds,
-  rows: readonly { id: TaskId; due_at: Date; locked_by: string | null }[],
+  rows: readonly { id: TaskId; due_at: Date; locked_by: string | null; type: string }[],
   manager: EntityManager | undefined,
 ): void {
   for (const row of rows) {
     const dueAtMs = row.due_at.getTime();
-    if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs);
-    else if (ctx.policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs);
+    if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs, row.type);
+    else if (ctx.policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs, row.type);
   }
 }
 
@@ -90,7 +92,8 @@ export function followCancel(
  */
 export function followFate(wheel: TaskWheel, ctx: Pick<Holds, 'policy'>, fate: Fate): void {
   const pendingAgain = fate.transition === 'retry' || fate.transition === 'snooze';
-  if (pendingAgain && ctx.policy.holds(fate.lockedBy)) wheel.hold(fate.row.id, fate.dueAtMs);
+  if (pendingAgain && ctx.policy.holds(fate.lockedBy))
+    wheel.hold(fate.row.id, fate.dueAtMs, fate.row.type);
 }
 
 /**
@@ -104,10 +107,11 @@ function holdUncommitted(
   manager: EntityManager,
   id: TaskId,
   dueAtMs: number,
+  type: string,
 ): void {
   const holdIfRunning = () => {
     if (policy.isRunning && policy.isWithinWindow(dueAtMs, clock.now()))
-      wheel.holdNoLaterThan(id, dueAtMs);
+      wheel.holdNoLaterThan(id, dueAtMs, type);
   };
   holdIfRunning();
   afterCommit.run(manager, holdIfRunning);

@@ -18,8 +18,12 @@ describe('TaskWheel', () => {
       logger: new Logger('test'),
     } as unknown as DelayContext;
     const fired: string[] = [];
-    const wheel = new TaskWheel(ctx, (ids) => fired.push(...ids));
-    return { clock, wheel, fired };
+    const types: Array<string | undefined> = [];
+    const wheel = new TaskWheel(ctx, (tasks) => {
+      fired.push(...tasks.map((task) => task.id));
+      types.push(...tasks.map((task) => task.type));
+    });
+    return { clock, wheel, fired, types };
   }
 
   // Decimal ids are keyed as numbers inside; what goes out must be the very id that came in.
@@ -43,10 +47,24 @@ describe('TaskWheel', () => {
     const { clock, wheel, fired } = setup();
     await wheel.start();
     wheel.hold('10', 1_005_000);
-    wheel.holdNoLaterThan('10', 1_009_000);
-    wheel.holdNoLaterThan('10', 1_002_000);
+    wheel.holdNoLaterThan('10', 1_009_000, 'x');
+    wheel.holdNoLaterThan('10', 1_002_000, 'x');
     clock.advance(2_000);
     expect(fired).toEqual(['10']);
+    await wheel.stop();
+  });
+
+  // The dispatcher routes a fired task by its type: a hold that knows none keeps the one held.
+  it('fires each task with the type it was held with, kept by a hold that names none', async () => {
+    const { clock, wheel, fired, types } = setup();
+    await wheel.start();
+    wheel.hold('1', 1_002_000, 'a');
+    wheel.hold('1', 1_003_000);
+    wheel.hold('2', 1_003_000, 'b');
+    wheel.hold('3', 1_003_500);
+    clock.advance(5_000);
+    expect(fired).toEqual(['1', '2', '3']);
+    expect(types).toEqual(['a', 'b', undefined]);
     await wheel.stop();
   });
 });

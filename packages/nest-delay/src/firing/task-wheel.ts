@@ -23,21 +23,33 @@ function keyOf(id: TaskId): EntryId {
   return SAFE_DECIMAL.test(id) ? Number(id) : id;
 }
 
+/** A fired task: its id and, when the hold knew it, its type (the dispatcher routes by it). */
+export interface FiredTask {
+  id: TaskId;
+  type: string | undefined;
+}
+
 /**
  * This instance's tasks due within its window, in memory: the timing wheel,
  * the queue where the next tick's tasks wait for their exact time, and the
- * driver that moves both with the clock. Fired ids go to `fire` (the
- * dispatcher's queue); no task work runs on the timer.
+ * driver that moves both with the clock. Fired tasks go to `fire` (the
+ * dispatcher, which sends those of limited types to the limit gate and the
+ * rest to its claim queue); no task work runs on the timer.
+ *
+ * Each entry keeps its task's type, interned: 8 bytes an entry (a reference
+ * to the one string of its type), no object per entry.
  */
 export class TaskWheel implements LifecycleService {
-  private readonly wheel: TimingWheel<undefined>;
-  private readonly queue = new DueQueue<undefined>();
-  private readonly driver: TickDriver<undefined>;
+  private readonly wheel: TimingWheel<string | undefined>;
+  private readonly queue = new DueQueue<string | undefined>();
+  private readonly driver: TickDriver<string | undefined>;
+  /** Each type once: entries hold these references, not the strings rows came with. */
+  private readonly types = new Map<string, string>();
   private started = false;
 
   constructor(
     private readonly ctx: DelayContext,
-    private readonly fire: (ids: TaskId[]) => void,
+    private readonly fire: (tasks: FiredTask[]) => void,
   ) {
     this.wheel = new TimingWheel({
       slots: ctx.options.slots,
@@ -48,7 +60,8 @@ export class TaskWheel implements LifecycleService {
       wheel: this.wheel,
       queue: this.queue,
       clock: ctx.clock,
-      onDue: (entries) => this.fire(entries.map((entry) => String(entry.id))),
+      onDue: (entries) =>
+        this.fire(entries.map((entry) => ({ id: String(entry.id), type: entry.value }))),
       onError: (error) => ctx.logger.error(`Tick failed: ${errorText(error)}`),
     });
   }
@@ -75,24 +88,35 @@ export class TaskWheel implements LifecycleService {
     this.queue.clear();
   }
 
-  /** Holds a task to fire at `dueAtMs` (moving it if held); a task past the window is let go. */
-  hold(id: TaskId, dueAtMs: number): void {
+  /**
+   * Holds a task of `type` to fire at `dueAtMs` (moving it if held); a task
+   * past the window is let go. No `type`: the one it is held with, if any (a
+   * claim failed as a whole knows its ids only); fired with none, a plain
+   * claim sends it to the gate if its type is limited.
+   */
+  hold(id: TaskId, dueAtMs: number, type?: string): void {
     const key = keyOf(id);
+    const known = type === undefined ? (this.wheel.get(key) ?? this.queue.get(key))?.value : type;
     this.queue.cancel(key);
     if (!this.ctx.policy.isWithinWindow(dueAtMs, this.ctx.clock.now())) {
       this.wheel.cancel(key);
       return;
     }
-    this.wheel.add(key, dueAtMs, undefined);
+    this.wheel.add(key, dueAtMs, known === undefined ? undefined : this.intern(known));
     if (this.started) this.driver.poke(dueAtMs);
   }
 
   /** Like hold, but never later than it already is (firing/holds.ts says when). */
-  holdNoLaterThan(id: TaskId, dueAtMs: number): void {
+  holdNoLaterThan(id: TaskId, dueAtMs: number, type: string): void {
     const key = keyOf(id);
     const current = this.wheel.get(key) ?? this.queue.get(key);
     if (current && current.dueAtMs <= dueAtMs) return;
-    this.hold(id, dueAtMs);
+    this.hold(id, dueAtMs, type);
+  }
+
+  private intern(type: string): string {
+    if (!this.types.has(type)) this.types.set(type, type);
+    return this.types.get(type)!;
   }
 
   /** No longer held here (it ran, was cancelled, or is leased elsewhere): the lease is another matter. */

@@ -75,7 +75,7 @@ export class BacklogDrainer implements LifecycleService {
         page,
         this.ctx.policy.handledTypes,
       );
-      this.dispatcher.enqueue(rows.map((row) => row.id));
+      this.dispatcher.fire(rows);
       if (rows.length < page) return;
       after = rows[rows.length - 1];
     }

@@ -182,7 +182,7 @@ export function leaseDueTasks(
   limit: number,
   types: readonly string[],
 ) {
-  return sql.rows<DueRow>(
+  return sql.rows<DueRow & { type: string }>(
     `WITH picked AS (
        SELECT id FROM delayed_task
        WHERE locked_by IS NULL AND ${PENDING} AND due_at > $3::timestamptz AND due_at < $2
@@ -193,7 +193,7 @@ export function leaseDueTasks(
      )
      UPDATE delayed_task t SET locked_by = $1
      FROM picked WHERE t.id = picked.id
-     RETURNING t.id, t.due_at`,
+     RETURNING t.id, t.due_at, t.type`,
     [instanceId, horizon, after, limit, types],
   );
 }

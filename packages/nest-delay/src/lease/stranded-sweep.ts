@@ -58,7 +58,7 @@ export class StrandedSweep {
     ctx.logger.warn(
       `Found ${ids.length} pending task(s) leased to this instance, due more than ${STRANDED_MARGIN_MS} ms ago and held nowhere in it; holding them again (a scheduling call whose reply was lost after it committed, or else an engine fault: please report it): ${ids.join(', ')}`,
     );
-    for (const id of ids) this.wheel.hold(id, ctx.clock.now());
+    for (const id of ids) this.wheel.hold(id, ctx.clock.now(), typeOf.get(id));
   }
 
   private accounted(id: TaskId, type: string): boolean {

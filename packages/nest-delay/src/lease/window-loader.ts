@@ -74,7 +74,7 @@ export class WindowLoader implements LifecycleService {
       options.loadPageSize,
       policy.handledTypes,
     );
-    for (const row of rows) this.wheel.hold(row.id, row.due_at.getTime());
+    for (const row of rows) this.wheel.hold(row.id, row.due_at.getTime(), row.type);
     // Leased overdue tasks fire at once; more like them are left to a drain.
     if (rows.length > 0 && rows[0].due_at.getTime() <= nowMs) this.backlog.request();
     return rows.length === options.loadPageSize;

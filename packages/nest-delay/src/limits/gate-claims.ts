@@ -33,17 +33,17 @@ export interface LineClaimRunner {
     alone: boolean,
     line: LineClaim,
   ): Promise<LineClaimEnd | 'cut-off' | undefined>;
-  holdAll(ids: TaskId[], dueAtMs: number): void;
+  holdAll(ids: TaskId[], dueAtMs: number, type?: string): void;
   retrySoonMs(): number;
 }
 
 /**
  * The limits' side of a gate's claim of one line's tasks: rate credits
  * first, in a statement of their own (as many as free, up to one a task;
- * none: the line waits until one frees), then the claim (ClaimRunner), which
- * claims them in one statement (LineClaims: it reads the pause, takes one
- * concurrency seat for them all and checks the credits are still held) and
- * runs them one after another, with savepoints, so that no handler starts twice.
+ * none: the line waits until one frees), then the claim (ClaimRunner): its
+ * line check (lineCheckInScript: the pause, one concurrency seat for them all,
+ * the credits still held), one claim statement, and the handlers one after
+ * another, with savepoints, so that no handler starts twice.
  * Each credit is stamped once its handler has started (CreditStamps, many
  * in a statement); those unused are put back. What the claim came to goes back to the gate
  * (LimitGate.ended).
@@ -149,6 +149,7 @@ export class GateClaims {
       runner.holdAll(
         gated.items.map((item) => item.id),
         runner.retrySoonMs(),
+        line.type,
       );
       back = [];
     } finally {

@@ -1,7 +1,7 @@
 import type { TaskId } from '../task.types.js';
 import type { ResolvedLimit } from '../task-limit.js';
 
-/** A due task of a limited (or paused) type, returned unclaimed by a claim of fired tasks for the limit gate. */
+/** A due task of a limited (or paused) type, for its line in the limit gate. */
 export interface GatedRow {
   id: TaskId;
   type: string;

@@ -16,16 +16,23 @@ import {
 } from '../context/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import { declareLimits, findWaiting, freeSeats, readTypeLimits } from './limit-statements.js';
+import {
+  declareLimits,
+  findFired,
+  findWaiting,
+  freeSeats,
+  readTypeLimits,
+} from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
 
 /**
- * Where tasks of limited or paused types wait (docs/limits.md). A claim of
- * fired tasks hands them over unclaimed; here they wait in lines, one per
- * type and key, in due order (GateLines), charged nothing and holding no
- * connection. The claim itself decides, in the database, across instances;
+ * Where tasks of limited or paused types wait (docs/limits.md). The
+ * dispatcher sends fired tasks of such types here by their type (take),
+ * unclaimed; here they wait in lines, one per type and key, in due order
+ * (GateLines), charged nothing and holding no connection, until a claim of
+ * the gate's takes them. That claim decides, in the database, across instances;
  * this class only paces the asking: when a claim says "busy" (seats held
  * elsewhere) the line waits with a backoff and looks at the seats in one
  * statement for all such lines before trying again; a rate's line sleeps
@@ -52,6 +59,8 @@ export class LimitGate implements LifecycleService {
   private refilling = false;
   /** Counts sheds: a refill that read while tasks were shed keeps reading from the first. */
   private sheds = 0;
+  /** Fired ids being read (take) before they join their lines. */
+  private readonly reading = new Set<TaskId>();
   private stopped = false;
 
   constructor(
@@ -124,7 +133,7 @@ export class LimitGate implements LifecycleService {
 
   /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
   accounts(id: TaskId, type: string): boolean {
-    return this.lines.has(id) || this.shed.has(type);
+    return this.lines.has(id) || this.reading.has(id) || this.shed.has(type);
   }
 
   /** Tasks waiting here, by type. */
@@ -143,7 +152,7 @@ export class LimitGate implements LifecycleService {
 
   /** Tasks that may start now: the dispatcher counts them with its queue for back-pressure. */
   get readySize(): number {
-    return this.lines.readySize(this.ctx.clock.now());
+    return this.lines.readySize(this.ctx.clock.now()) + this.reading.size;
   }
 
   /**
@@ -151,7 +160,7 @@ export class LimitGate implements LifecycleService {
    * finds may make a line ready, so a test's settle waits for it.
    */
   get busy(): boolean {
-    return this.looking || this.refilling || this.readingBook > 0;
+    return this.looking || this.refilling || this.readingBook > 0 || this.reading.size > 0;
   }
 
   /** Something could start now (the dispatcher's settle and pump ask). */
@@ -159,12 +168,38 @@ export class LimitGate implements LifecycleService {
     return this.lines.hasReady(this.ctx.clock.now());
   }
 
-  /** Types declared limited here: a claim of fired tasks hands theirs over. */
-  declaredTypes(): string[] {
-    return this.registry.limitedTypes();
+  /** Fired tasks of this type come here: it is limited or paused, as the book says. */
+  gates(type: string): boolean {
+    return this.book.gates(type);
   }
 
-  /** Tasks a claim handed over: each joins its line, or is shed when the gate is full. */
+  /**
+   * Fired tasks the dispatcher sent here by their type, or that a plain
+   * claim found limited or paused (`stale`: the book lacked it; read again).
+   * One plain read (findFired) gives their lines what they need; one no
+   * longer pending is let go. If it fails, they go to the claim queue, whose
+   * claim sends those still limited back here: none is left nowhere.
+   */
+  take(ids: TaskId[], stale = false): void {
+    if (this.stopped) return;
+    for (const id of ids) this.reading.add(id);
+    const { ctx } = this;
+    void Promise.all([
+      findFired(ctx.db.pool, ids, this.registry.keyedTypes()),
+      stale ? this.readBook(true) : undefined,
+    ])
+      // No longer reading before they join their lines: the room a reader waits for counts both.
+      .finally(() => ids.forEach((id) => this.reading.delete(id)))
+      .then(
+        ([rows]) => this.add(rows.map((row) => ({ ...row, dueAtMs: row.due_at.getTime() }))),
+        (error: unknown) => {
+          ctx.logger.error(`Reading fired tasks of limited types failed: ${errorText(error)}`);
+          this.release(ids);
+        },
+      );
+  }
+
+  /** Tasks for their lines (fired, or read back): each joins its line, or is shed when the gate is full. */
   add(rows: GatedRow[]): void {
     if (this.stopped) return;
     const nowMs = this.ctx.clock.now();
@@ -299,11 +334,8 @@ export class LimitGate implements LifecycleService {
   /**
    * Shed tasks come back once the gate and the queue are at most half full:
    * a page of one shed type (not paused), up to the gate's capacity, is read, in due order, from the
-   * table (those leased here or to no one). While the type gates they go
-   * straight back into its lines: a claim of fired tasks would only hand
-   * them over again, a transaction for every batch (the line's own claim
-   * checks each is still pending, not deferred, and the limits, as it
-   * always does). A type no longer limited goes to the dispatcher's queue.
+   * table (those leased here or to no one), into their lines while the type
+   * gates (the line's claim checks each, as always); else to the queue.
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;

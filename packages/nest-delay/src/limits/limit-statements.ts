@@ -1,14 +1,16 @@
 import type { ResolvedLimit } from '../task-limit.js';
-import type { Sql } from '../store/sql.js';
-import { PENDING } from '../tasks/pending.js';
+import type { ScriptStatements, Sql } from '../store/sql.js';
+import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
 import type { DueRow } from '../tasks/task-row.js';
+import type { TaskId } from '../task.types.js';
+import type { GateClaim } from './gate-line.types.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
  *
  * Concurrency: a seat is a transaction-scoped advisory lock, (LIMIT_LOCK_CLASS,
  * hash of type, key and seat number), taken by the claim of the first task
- * it lets run (claimTasks) and released by that claim's COMMIT or ROLLBACK,
+ * it lets run (lineCheckInScript) and released by that claim's COMMIT or ROLLBACK,
  * or by its session's end when the process dies. The handlers run inside the
  * claim, so they run only while its seat is held. Nothing to clean up, and
  * nothing survives a transaction on a pooled server session. Two keys whose
@@ -274,3 +276,78 @@ export function findWaiting(
     [type, instanceId, now, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
   );
 }
+
+/**
+ * The fired tasks among `ids` still pending, as the gate lines them, with the
+ * payload of those of `keyed` types (their limit key): a plain read, no note,
+ * no lock; the line's claim takes each as the database has it then.
+ */
+export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
+  return sql.rows<DueRow & { type: string; payload: unknown }>(
+    `SELECT id, type, due_at, CASE WHEN type = ANY($2::text[]) THEN payload END AS payload
+     FROM delayed_task t WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
+    [ids, keyed],
+  );
+}
+
+/**
+ * A gate's claim's line check, sent with its BEGIN (values quoted in): null
+ * when the line may claim, else why not. In order, each only if the one
+ * before passed: the pause lock, shared (a pause committing holds it: refused);
+ * the type's row FOR KEY SHARE (its latest committed version, blocking no
+ * update); the rate `credits` still `holder`'s, with its lease row locked FOR
+ * KEY SHARE (a takeover, which reaps credits, skips it); a seat. All held to
+ * the claim's end, so its claim statement (claimTasks, cleared for the type)
+ * and every start are under them. `declared`: for a type with no stored row.
+ */
+export function lineCheckInScript(
+  script: ScriptStatements,
+  { line, declared }: GateClaim,
+  holder: string,
+  credits: number[] | undefined,
+): string {
+  const int = (n: number | null) => (n === null ? 'NULL::int' : `${Math.trunc(n)}::int`);
+  return script.statement('nest_delay_line_check', LINE_CHECK, [
+    script.literal(line.type),
+    script.literal(line.key),
+    int(declared.concurrency),
+    credits ? `ARRAY[${credits.map(int).join(', ')}]::int[]` : 'NULL::int[]',
+    script.literal(holder),
+    declared.rate !== null ? 'true' : 'false',
+  ]);
+}
+
+/** $1–$6: the type, the key, the declared concurrency, the credits taken (null: none), their holder, paced. */
+const LINE_CHECK = `WITH pause_lock AS (
+       SELECT pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($1)) AS ok
+     ), limits AS (
+       SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
+              l.declared_at, l.declared_concurrency, l.declared_rate_starts
+       FROM delay_type_limit l, pause_lock
+       WHERE l.type = $1 AND pause_lock.ok
+       FOR KEY SHARE OF l
+     ), gate AS (
+       SELECT NOT (SELECT ok FROM pause_lock) OR l.paused_at IS NOT NULL AS paused,
+              -- Set at run time, else declared (stored at boot, else this instance's code).
+              CASE WHEN l.overridden THEN l.concurrency
+                   ELSE ${declaredColumn('l', 'concurrency', '$3::int')} END AS seats,
+              CASE WHEN l.overridden THEN l.rate_starts IS NOT NULL
+                   WHEN l.declared_at IS NOT NULL THEN l.declared_rate_starts IS NOT NULL
+                   ELSE $6::boolean END AS paced
+       FROM (SELECT 1) one LEFT JOIN limits l ON true
+     )
+     SELECT CASE
+       WHEN paused THEN 'paused'
+       WHEN $4::int[] IS NOT NULL AND NOT (cardinality($4::int[]) = (
+         SELECT count(*) FROM delay_limit_credit c
+         WHERE c.type = $1 AND c.key = $2 AND c.credit = ANY($4::int[]) AND c.holder = $5
+           AND c.used_at = 'infinity'
+       ) AND EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = $5 FOR KEY SHARE OF i))
+         THEN 'unpaced'
+       WHEN $4::int[] IS NULL AND paced IS TRUE THEN 'unpaced'
+       WHEN seats IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM generate_series(0, seats - 1) s
+         WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('$1', '$2', 's')})
+       ) THEN 'busy'
+     END AS refused
+     FROM gate`;

@@ -84,7 +84,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       afterCommit: new AfterCommit(dataSource),
       tracing: tracing ?? undefined,
     };
-    this.wheel = new TaskWheel(this.ctx, (ids) => this.dispatcher.enqueue(ids));
+    // The wheel's output is the dispatcher's input; read when a tick fires, after both exist.
+    this.wheel = new TaskWheel(this.ctx, (tasks) => this.dispatcher.fire(tasks));
     this.dispatcher = new Dispatcher(this.ctx, registry, this.wheel);
     this.backlog = new BacklogDrainer(this.ctx, this.dispatcher);
     this.sweep = new StrandedSweep(this.ctx, this.wheel, this.dispatcher);

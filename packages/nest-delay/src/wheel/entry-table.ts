@@ -3,7 +3,7 @@
  * time, next/prev links chaining each slot's list in insertion order) plus arrays of values
  * and ids, so a million entries are a few flat arrays, not objects for the GC to trace.
  * Freed handles are reused; capacity doubles. The values column exists only once a value
- * other than `undefined` is stored (the runtime's wheel holds bare ids).
+ * other than `undefined` is stored (the runtime's wheel stores each task's type, one shared string per type).
  */
 import { IdIndex, type EntryId } from './id-index.js';
 
