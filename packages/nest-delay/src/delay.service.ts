@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DelayValidationError } from './errors/delay-validation.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
-import { followBulkWrite, followCancel, followWrite } from './firing/holds.js';
+import { followBulkWrite, followCancel, followWrite } from './firing/task-wheel.js';
 import { dueAtOf, normalizeRegistered, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTasks,
@@ -358,7 +358,7 @@ export class DelayService {
     return manager ? write : this.runtime.writes.track(write);
   }
 
-  /** Keeps the wheel in step with a row just written (firing/holds.ts). */
+  /** Keeps the wheel in step with a row just written (the hold rules in firing/task-wheel.ts). */
   private track(row: TaskRow, manager: EntityManager | undefined): void {
     followWrite(this.wheel, this.runtime.ctx, row, manager);
   }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ClaimQueue } from './claim-queue.js';
+import { ClaimQueue } from './dispatcher.js';
 
 /** Takes batches until nothing waits; each batch's claim ends at once. */
 function drain(queue: ClaimQueue, batchSize: number, workers: number): string[][] {

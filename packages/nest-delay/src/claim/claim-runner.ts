@@ -12,7 +12,7 @@ import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
 import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
-import { followFate } from '../firing/holds.js';
+import { followFate } from '../firing/task-wheel.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { NoteIds, NoteKeeper, recordAttemptAndBegin } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
@@ -201,7 +201,7 @@ export class ClaimRunner {
     for (const id of ids) this.wheel.hold(id, dueAtMs, type);
   }
 
-  /** The wheel follows a fate (firing/holds.ts). */
+  /** The wheel follows a fate (the hold rules in firing/task-wheel.ts). */
   private follow(fate: Fate): void {
     followFate(this.wheel, this.ctx, fate);
   }

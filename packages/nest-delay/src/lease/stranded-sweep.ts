@@ -8,7 +8,7 @@ import type { DueRow } from '../tasks/task-row.js';
 import { findLeasedOverdue } from './lease-statements.js';
 
 /**
- * The safety net for the invariant of firing/holds.ts (a pending task leased
+ * The safety net for the invariant of the hold rules (firing/task-wheel.ts) (a pending task leased
  * here is held here): nothing else would run a task leased to this instance
  * before a restart or a takeover. The one cause outside the engine's reach is
  * a scheduling call whose reply was lost after its commit; any other rescue
