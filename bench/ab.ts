@@ -19,7 +19,7 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } f
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildPreviousRelease } from '../test/support/previous-release.js';
-import { compare, markdown, type FigureDef, type RoundFigures } from './ab-table.js';
+import { compare, markdown, type FigureDef, type Row, type RoundFigures } from './ab-table.js';
 
 const ROOT = resolve('.');
 const STEPS = ['burst', 'spread', 'steady', 'limits'] as const;
@@ -209,6 +209,36 @@ function faults(r: Record<string, any>): string[] {
   return out;
 }
 
+/** The table of the rounds done so far, printed with the load of each round. */
+function summary(done: any[], before: Build, after: Build): { rows: Row[]; text: string } {
+  const rows = compare(
+    DEFS.filter((d) => done.some((r) => r.figures.before[d.key] !== undefined)),
+    done.map((r) => r.figures),
+  );
+  const floors = done
+    .filter((r) => r.floor)
+    .map((r) => {
+      const p = r.floor.phase;
+      return `round ${r.round}: p50 ${p.lateness?.p50} / p99 ${p.lateness?.p99} ms, ${Math.round((p.cpuMsPerEffect + (p.postgresCpuMsPerEffect ?? 0)) * 1000)} µs/task`;
+    });
+  const text = [
+    `bench:ab ${quick ? '(--quick: a smoke test, not figures) ' : ''}before ${before.ref} = ${before.commit} (nest-delay ${before.engine}), after ${after.ref} = ${after.commit} (nest-delay ${after.engine}), ${done.length} of ${rounds} round(s), ${process.version}`,
+    '',
+    markdown(rows),
+    '',
+    ...(floors.length ? [`Steady floor: ${floors.join('; ')}.`] : []),
+    ...done.map(
+      (r) => `Round ${r.round} (${r.order.join(' first, ')}): ${r.uptimeBefore} → ${r.uptimeAfter}`,
+    ),
+    ...done.flatMap((r) =>
+      (['before', 'after'] as const).flatMap((b) =>
+        r.faults[b].map((f: string) => `FAULT round ${r.round} ${b}: ${f}`),
+      ),
+    ),
+  ].join('\n');
+  return { rows, text };
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
   const before = await prepare('before', positional[0]);
@@ -216,6 +246,9 @@ async function main(): Promise<void> {
   for (const b of [before, after])
     log(`${b.name}: ${b.commit}, nest-delay ${b.engine}, in ${b.dir}`);
   const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `ab-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
   const done: any[] = [];
   for (let i = 0; i < rounds; i++) {
     const order = i % 2 === 0 ? [before, after] : [after, before];
@@ -243,58 +276,31 @@ async function main(): Promise<void> {
       after: figuresOf(results.after, round.floor),
     } satisfies RoundFigures;
     round.faults = { before: faults(results.before), after: faults(results.after) };
-    log(`round ${i + 1} done; load ${round.uptimeBefore} → ${round.uptimeAfter}`);
     done.push(round);
+    const { rows, text } = summary(done, before, after);
+    // Rewritten after every round: a run stopped early keeps the rounds it finished.
+    writeFileSync(
+      file,
+      `${JSON.stringify(
+        {
+          startedAt: startedAt.toISOString(),
+          finishedAt: new Date().toISOString(),
+          argv: args,
+          quick,
+          machine: { cpus: os.cpus().length, node: process.version },
+          before,
+          after,
+          steadyArgs,
+          rounds: done,
+          rows,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    log(`round ${i + 1} done, ${file} written:\n${text}`);
+    if (i === rounds - 1) console.log(text);
   }
-  const rows = compare(
-    DEFS.filter((d) => done.some((r) => r.figures.before[d.key] !== undefined)),
-    done.map((r) => r.figures),
-  );
-  const floors = done
-    .filter((r) => r.floor)
-    .map((r) => {
-      const p = r.floor.phase;
-      return `round ${r.round}: p50 ${p.lateness?.p50} / p99 ${p.lateness?.p99} ms, ${Math.round((p.cpuMsPerEffect + (p.postgresCpuMsPerEffect ?? 0)) * 1000)} µs/task`;
-    });
-  const text = [
-    `bench:ab ${quick ? '(--quick: a smoke test, not figures) ' : ''}before ${before.ref} = ${before.commit} (nest-delay ${before.engine}), after ${after.ref} = ${after.commit} (nest-delay ${after.engine}), ${rounds} round(s), ${process.version}`,
-    '',
-    markdown(rows),
-    '',
-    ...(floors.length ? [`Steady floor: ${floors.join('; ')}.`] : []),
-    ...done.map(
-      (r) => `Round ${r.round} (${r.order.join(' first, ')}): ${r.uptimeBefore} → ${r.uptimeAfter}`,
-    ),
-    ...done.flatMap((r) =>
-      (['before', 'after'] as const).flatMap((b) =>
-        r.faults[b].map((f: string) => `FAULT round ${r.round} ${b}: ${f}`),
-      ),
-    ),
-  ].join('\n');
-  console.log(text);
-  const dir = join(ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `ab-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(
-    file,
-    `${JSON.stringify(
-      {
-        startedAt: startedAt.toISOString(),
-        finishedAt: new Date().toISOString(),
-        argv: args,
-        quick,
-        machine: { cpus: os.cpus().length, node: process.version },
-        before,
-        after,
-        steadyArgs,
-        rounds: done,
-        rows,
-      },
-      null,
-      2,
-    )}\n`,
-  );
-  log(`wrote ${file}`);
 }
 
 main().then(
