@@ -8,7 +8,7 @@ import {
   attemptLockKey,
   recordAttempt,
   takeOrphanedNotes,
-} from '../../packages/nest-delay/src/claim/attempt-statements.js';
+} from '../../packages/nest-delay/src/claim/attempt-notes.js';
 import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { writeCharge } from '../../packages/nest-delay/src/tasks/fate-statements.js';

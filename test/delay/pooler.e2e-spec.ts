@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { DelayedTaskHandler, delayMigrations, type TaskContext } from 'nest-delay';
-import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/claim/attempt-statements.js';
+import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/claim/attempt-notes.js';
 import { eventually } from '../app/app-process.js';
 import {
   describeWithPgbouncer,
@@ -22,7 +22,7 @@ import { createDelayTestApp, SECOND } from './delay-test-app.js';
  * day it relies on session state: the claims' attempt notes hold a session
  * advisory lock, which only stays on its server connection because the
  * engine sends the statements around it in one message with the transaction
- * they belong to (see attempt-statements.ts).
+ * they belong to (see attempt-notes.ts).
  */
 
 /** Server connections PgBouncer opens per database: fewer than the claims and pools ask for. */

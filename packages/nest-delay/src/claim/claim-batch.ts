@@ -2,7 +2,7 @@ import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { runInTaskScope } from '../observer/task-scope.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-statements.js';
+import { takeOrphanedNotes, unlockNoteOnceGone } from './attempt-notes.js';
 import { claimTasks, type Claimed, type PassedRow } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import { LineClaims, type LineGating } from './line-claims.js';

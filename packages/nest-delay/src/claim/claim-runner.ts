@@ -12,14 +12,12 @@ import type { TaskId } from '../task.types.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { followFate } from '../firing/holds.js';
 import { writeCharge } from '../tasks/fate-statements.js';
-import { recordAttemptAndBegin } from './attempt-statements.js';
-import { NoteIds } from './attempt-notes.js';
+import { NoteIds, NoteKeeper, recordAttemptAndBegin } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
 import { ExecutionStats } from './claim-outcomes.js';
 import { HandlerCutOff } from './attempt-runner.js';
-import { NoteKeeper } from './attempt-notes.js';
 import { reportBatch, reportFate } from './claim-outcomes.js';
 
 /** What a claim hands back to the dispatcher that launched it. */

@@ -3,9 +3,12 @@ import { PENDING, PENDING_BY_ID } from '../tasks/pending.js';
 import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
 import type { ClaimRow, DueRow } from '../tasks/task-row.js';
 import type { GatedRow, LineRefusal } from '../limits/gate-line.types.js';
-import { withdrawOccurrences } from '../tasks/occurrence-statements.js';
 import { startedEvents } from '../tasks/task-events.js';
-import { countMissed, occurrenceVerdict } from '../schedules/occurrence-verdict.js';
+import {
+  countMissed,
+  occurrenceVerdict,
+  withdrawOccurrences,
+} from '../schedules/occurrence-statements.js';
 
 /** What one claim statement took, and what it left for a claim of its own. */
 export interface Claimed {

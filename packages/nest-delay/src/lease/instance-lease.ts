@@ -9,7 +9,7 @@ import {
   retireInstance,
   handBackTasks,
 } from './lease-statements.js';
-import { forgetSettledAttempts } from '../claim/attempt-statements.js';
+import { forgetSettledAttempts } from '../claim/attempt-notes.js';
 import type { BacklogDrainer } from './backlog-drainer.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { ClockWatch } from './clock-watch.js';

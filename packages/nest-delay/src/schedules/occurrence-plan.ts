@@ -16,7 +16,7 @@ export interface PlanPolicy {
  * late was not delayed by one instance dying while others ran: no instance
  * ran. The policy applies to planned and unplanned occurrences alike
  * (docs/recurring-tasks.md, "Catch-up"); the claim's verdict
- * (occurrence-verdict.ts) applies it in SQL.
+ * (occurrence-statements.ts) applies it in SQL.
  */
 export function overdueAfterMs(leaseMs: number): number {
   return 2 * leaseMs;

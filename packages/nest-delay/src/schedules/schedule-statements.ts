@@ -1,5 +1,5 @@
 import type { TaskId } from '../task.types.js';
-import { unplanOccurrences } from '../tasks/occurrence-statements.js';
+import { unplanOccurrences } from './occurrence-statements.js';
 import type { Database, Sql } from '../store/sql.js';
 
 /** A row of `delay_schedule`. */

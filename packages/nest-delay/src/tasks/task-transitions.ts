@@ -393,7 +393,7 @@ export function rescheduleEntity(
  * insert those instants again (one task per occurrence, ever, is the unique
  * index's promise). **withdraw**: at its claim, an occurrence that must not
  * run is cancelled instead, `last_error` saying why (one of the reasons
- * below). Both statements are in occurrence-statements.ts.
+ * below). Both statements are in schedules/occurrence-statements.ts.
  */
 export const WITHDRAWN = {
   removed: 'withdrawn: its schedule was removed',

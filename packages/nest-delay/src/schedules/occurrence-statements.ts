@@ -1,4 +1,13 @@
+import type { Sql } from '../store/sql.js';
+import { PENDING } from '../tasks/pending.js';
 import { WITHDRAWN } from '../tasks/task-transitions.js';
+
+/*
+ * The statements of a schedule's planned occurrences that the claim and the
+ * schedules run: the verdict read at the claim, the **withdraw** and
+ * **unplan** transitions (decided in task-transitions.ts; docs/how-it-works.md,
+ * "State transitions", has the table) and the missed count.
+ */
 
 /** A constant of ours as an SQL string literal (never built from input). */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
@@ -53,3 +62,35 @@ export const countMissed = (
        SELECT schedule_name, count(*), ${now} FROM ${withdrawn}
        WHERE reason LIKE ${literal(WITHDRAWN.missed + '%')}
        GROUP BY schedule_name`;
+
+/**
+ * The **unplan** transition (see task-transitions.ts): the occurrences of
+ * schedules `names` planned ahead, pending, not due by `now` and never
+ * started, deleted in one statement. The caller holds the schedules' rows
+ * (FOR UPDATE, in its transaction) and runs this as a statement of its own,
+ * so its snapshot includes whatever a planner committed before the lock was
+ * granted. A wheel still holding one finds no row when it fires, and lets it
+ * go. Returns each schedule's earliest occurrence unplanned.
+ */
+export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
+  return sql.rows<{ schedule_name: string; first_at: Date }>(
+    `WITH unplanned AS (
+       DELETE FROM delayed_task
+       WHERE schedule_name = ANY($1::text[]) AND ${PENDING} AND due_at > $2 AND attempts = 0
+       RETURNING schedule_name, occurrence_at
+     )
+     SELECT schedule_name, min(occurrence_at) AS first_at FROM unplanned GROUP BY schedule_name`,
+    [names, now],
+  );
+}
+
+/**
+ * The **withdraw** transition, as a part of the claim statement: every row
+ * of CTE `due` with a `withdrawn` reason (occurrenceVerdict, above)
+ * is cancelled, not run, that reason its `last_error`. `now` is the claim
+ * statement's parameter for the time.
+ */
+export const withdrawOccurrences = (due: string, now: string) => `UPDATE delayed_task t
+       SET cancelled_at = ${now}, last_error = d.withdrawn, locked_by = NULL, updated_at = ${now}
+       FROM ${due} d WHERE t.id = d.id AND d.withdrawn IS NOT NULL
+       RETURNING t.id, t.schedule_name, d.withdrawn AS reason`;
