@@ -19,6 +19,7 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } f
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildPreviousRelease } from '../test/support/previous-release.js';
+import { startCluster, type Cluster } from './long/cluster.js';
 import { compare, markdown, type FigureDef, type Row, type RoundFigures } from './ab-table.js';
 
 const ROOT = resolve('.');
@@ -86,6 +87,7 @@ function run(build: Build, script: string, argv: string[], node: string[] = []):
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [...node, entry, ...argv], {
       cwd: build.dir,
+      env: { ...process.env, BENCH_DATABASE_URL: server!.url },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -239,8 +241,31 @@ function summary(done: any[], before: Build, after: Build): { rows: Row[]; text:
   return { rows, text };
 }
 
+/**
+ * burst, spread and limits run on a Postgres of this run's own (bench:long's
+ * cluster; steady starts its own): a shared server's other benches create and
+ * drop the same bench_* databases, and one's DROP … WITH (FORCE) ends another's run.
+ */
+let server: Cluster | undefined;
+
+/** A step again once when it fails (a run is long; one lost connection should not end it). */
+async function twice<T>(what: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    log(`${what} failed, once more: ${(error as Error).message.split('\n')[0]}`);
+    return step();
+  }
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
+  server = await startCluster();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.on(signal, () => {
+      server?.destroy();
+      process.exit(1);
+    });
   const before = await prepare('before', positional[0]);
   const after = await prepare('after', positional[1]);
   for (const b of [before, after])
@@ -257,16 +282,17 @@ async function main(): Promise<void> {
     for (const step of only) {
       if (step === 'steady') {
         log(`round ${i + 1}: steady, the floor`);
-        round.floor = await steady(after, 'floor');
+        round.floor = await twice(`round ${i + 1} steady floor`, () => steady(after, 'floor'));
       }
       for (const build of order) {
         log(`round ${i + 1}: ${step}, ${build.name}`);
-        results[build.name][step] =
+        results[build.name][step] = await twice(`round ${i + 1} ${step} ${build.name}`, () =>
           step === 'burst' || step === 'spread'
-            ? await dueTasks(build, step)
+            ? dueTasks(build, step)
             : step === 'steady'
-              ? await steady(build, 'nest-delay')
-              : await limits(build);
+              ? steady(build, 'nest-delay')
+              : limits(build),
+        );
       }
     }
     round.uptimeAfter = uptime();
@@ -304,8 +330,12 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  () => process.exit(0),
+  () => {
+    server?.destroy();
+    process.exit(0);
+  },
   (error: Error) => {
+    server?.destroy();
     console.error(error.stack ?? error.message);
     process.exit(1);
   },
