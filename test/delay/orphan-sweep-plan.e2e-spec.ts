@@ -1,5 +1,5 @@
 // Package-internal: the orphan sweep's statements themselves, to read their plans.
-import { releaseOrphans } from '../../packages/nest-delay/src/lease/lease-statements.js';
+import { releaseTasksOfMissingInstances } from '../../packages/nest-delay/src/lease/lease-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -69,7 +69,7 @@ describe('the orphan sweep on a large window', () => {
   });
 
   it('frees the pending tasks of instances without a live lease, reading only theirs', async () => {
-    const roots = await plans((s) => releaseOrphans(s, new Date()));
+    const roots = await plans((s) => releaseTasksOfMissingInstances(s, new Date()));
     expect(roots).toHaveLength(2);
     // Each holder found by one descent (a handful), then the two orphans' pending rows.
     expect(rowsRead(roots[0])).toBeLessThan(10);

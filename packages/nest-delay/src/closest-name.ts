@@ -13,7 +13,6 @@ export function closest(key: string, known: readonly string[]): string | undefin
   return best && best.distance <= Math.max(1, Math.floor(key.length / 3)) ? best.name : undefined;
 }
 
-/** Levenshtein distance, one row at a time. */
 function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {

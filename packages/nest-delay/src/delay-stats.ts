@@ -1,3 +1,5 @@
+import { DatabaseClock } from './clock/index.js';
+import type { DelayRuntime } from './runtime/delay.runtime.js';
 import type { ExecutionCounts } from './claim/claim-outcomes.js';
 import type { PlanningCounts } from './schedules/schedule-planner.js';
 
@@ -7,10 +9,7 @@ export interface DelayStats extends ExecutionCounts {
   held: number;
   /** Fired or overdue ids waiting for a claim transaction. */
   queued: number;
-  /**
-   * Tasks the safety net found leased here, overdue and held nowhere in this
-   * instance, and held again (an engine fault: each is logged as a warning).
-   */
+  /** Tasks the stranded sweep found leased here, overdue and held nowhere, and held again (each logged as a warning). */
   rescued: number;
   /**
    * Task types with tasks overdue by a lease that no live instance has a
@@ -29,15 +28,38 @@ export interface DelayStats extends ExecutionCounts {
    * with; undefined on a clock of its own (a test's ManualClock).
    */
   clock: { correctionMs: number; roundTripMs: number | undefined } | undefined;
-  /**
-   * Recurring schedules' occurrences this instance planned (turned into
-   * tasks) and missed (dropped by a catch-up policy) since it started.
-   */
+  /** Recurring schedules' occurrences this instance planned and missed (dropped by a catch-up policy) since it started. */
   occurrences: PlanningCounts;
   lease: {
     /** Its last heartbeat reached the database and has not run out (by the module's clock). */
     live: boolean;
     /** When it runs out unless renewed; undefined before the first heartbeat and after stop. */
     expiresAt: Date | undefined;
+  };
+}
+
+/** DelayService.stats(): read from the runtime's memory, without a query. */
+export function statsSnapshot(runtime: DelayRuntime): DelayStats {
+  const { dispatcher, wheel, backlog, lease, planner, ctx } = runtime;
+  const nowMs = ctx.clock.now();
+  const expiresAt = lease.expiresAt;
+  return {
+    ...dispatcher.stats.snapshot(),
+    held: wheel.size,
+    queued: dispatcher.queuedCount,
+    rescued: runtime.sweep.rescued,
+    unhandledTypes: { ...lease.unhandledTypes },
+    drainingBacklog: backlog.busy,
+    instanceId: ctx.options.instanceId,
+    running: runtime.running,
+    clock:
+      ctx.clock instanceof DatabaseClock
+        ? { correctionMs: ctx.clock.correctionMs, roundTripMs: ctx.clock.roundTripMs }
+        : undefined,
+    occurrences: planner.planning,
+    lease: {
+      live: runtime.running && expiresAt !== undefined && expiresAt > nowMs,
+      expiresAt: expiresAt === undefined ? undefined : new Date(expiresAt),
+    },
   };
 }

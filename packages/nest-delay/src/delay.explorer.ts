@@ -8,11 +8,7 @@ import type { RecurringMetadata } from './schedules/recurring-task.decorator.js'
 import { ScheduleRegistry } from './schedules/schedule-registry.js';
 import { resolveSchedule } from './schedules/schedule-spec.js';
 
-/**
- * Finds @DelayedTaskHandler methods on every provider at module init (before
- * anything can fire, which happens at application bootstrap), the way
- * @nestjs/schedule finds @Cron, so a module with handlers never imports the registry.
- */
+/** Finds @DelayedTaskHandler and @RecurringTask methods at module init, before anything can fire (application bootstrap). */
 @Injectable()
 export class DelayExplorer implements OnModuleInit {
   private readonly logger = new Logger('DelayModule');

@@ -34,15 +34,13 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    // The database's time, read through this process's monotonic clock (see
-    // DatabaseClock), measured before any provider that reads it is built.
+    // Measured before any provider that reads it is built (DatabaseClock).
     {
       provide: CLOCK,
       useFactory: (dataSource: DataSource) => measuredDatabaseClock(new Database(dataSource)),
       inject: [DELAY_DATA_SOURCE],
     },
     { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
-    // The optional peer @opentelemetry/api, imported here once if it is installed and tracing is on.
     {
       provide: DELAY_TRACING,
       useFactory: async (options: ResolvedDelayOptions) =>

@@ -3,7 +3,7 @@ import { DelayValidationError } from './errors/delay-validation.error.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { followBulkWrite, followCancel, followWrite } from './firing/holds.js';
-import { dueAtOf, type NormalizedRequest } from './tasks/schedule-request.js';
+import { dueAtOf, normalizeRegistered, type NormalizedRequest } from './tasks/schedule-request.js';
 import {
   insertTasks,
   insertUnkeyedTask,
@@ -36,9 +36,7 @@ import {
   rescheduleEntityTasks,
 } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
-import { normalizeRegistered } from './tasks/registered-request.js';
-import { statsSnapshot } from './stats-snapshot.js';
-import type { DelayStats } from './delay-stats.js';
+import { statsSnapshot, type DelayStats } from './delay-stats.js';
 import type { EntityManager } from 'typeorm';
 import type { TaskRow } from './tasks/task-row.js';
 import type {
@@ -87,7 +85,6 @@ export class DelayService {
     const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
     const now = new Date(nowMs);
     const sql = this.db.in(manager);
-    // The caller's trace goes with the task, to its handler's span.
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const row =
       req.key === null
@@ -330,11 +327,7 @@ export class DelayService {
     return toTask(changed);
   }
 
-  /**
-   * This instance's counters (executed, failed, dead-lettered, snoozed, by
-   * type), what it holds and its lease: read from memory, synchronously and
-   * without a query, for gauges and readiness probes.
-   */
+  /** This instance's counters, what it holds and its lease: from memory, without a query, for gauges and readiness probes. */
   stats(): DelayStats {
     return statsSnapshot(this.runtime);
   }
@@ -355,10 +348,7 @@ export class DelayService {
     return this.runtime.wheel;
   }
 
-  /**
-   * A write on the pool may lease its tasks here (one in the caller's
-   * transaction never does): a stop waits for it before handing them back.
-   */
+  /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
   private leasing<T>(manager: EntityManager | undefined, write: Promise<T>): Promise<T> {
     return manager ? write : this.runtime.writes.track(write);
   }

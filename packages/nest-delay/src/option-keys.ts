@@ -116,11 +116,7 @@ export function assertKnownHandlerOptions(options: HandlerOptions, where: string
   );
 }
 
-/**
- * A misspelt option would otherwise be ignored without a word (`tickMS: 50`
- * boots on the default tick), so every options object is checked against the
- * keys it may have, as its values are.
- */
+/** A misspelt option (`tickMS: 50`) would otherwise be ignored without a word. */
 export function assertKnownKeys(
   value: unknown,
   known: readonly string[],

@@ -22,11 +22,7 @@ export function formatTraceParent(traceId: string, spanId: string, traceFlags: n
   return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-/**
- * The version-00 form only (the one this package writes); anything else, an
- * all-zero id included, reads as no context, so a damaged column starts a
- * new trace instead of failing the task.
- */
+/** Version 00 only (what this package writes); anything else reads as no context, so a damaged column starts a new trace rather than fail the task. */
 export function parseTraceParent(value: unknown): ParsedTraceParent | undefined {
   if (typeof value !== 'string') return undefined;
   const match = TRACEPARENT.exec(value);

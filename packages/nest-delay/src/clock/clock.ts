@@ -1,7 +1,4 @@
-/**
- * Where the delay module gets its time from, so tests can move time by hand and the wheel
- * and its driver never read `Date` or call `setTimeout` themselves.
- */
+/** The engine's only source of time, so tests can move it by hand; nothing else reads `Date` or calls `setTimeout`. */
 export interface Clock {
   /**
    * Epoch milliseconds; should never go backwards (SystemClock is monotonic).
@@ -18,7 +15,7 @@ export interface TimerHandle {
   cancel(): void;
 }
 
-/** DI token for the Clock; a Symbol so it cannot collide with a class token. */
+/** DI token for the Clock. */
 export const CLOCK = Symbol('CLOCK');
 
 export function assertTimerDeadline(atMs: number): void {

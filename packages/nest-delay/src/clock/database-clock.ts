@@ -1,12 +1,9 @@
 import { assertTimerDeadline, type Clock, type TimerHandle } from './clock.js';
 
-/** One reading of the database's clock, bracketed by the local clock before and after. */
+/** One reading of the database's clock, bracketed by the local clock when the query was sent and its reply came. */
 export interface ClockSample {
-  /** Local time when the query was sent. */
   sentMs: number;
-  /** The database's clock, read while the query ran. */
   databaseMs: number;
-  /** Local time when the reply came. */
   receivedMs: number;
 }
 
@@ -14,26 +11,16 @@ export interface ClockSample {
 const SAMPLE_WINDOW = 8;
 
 /**
- * The database's time, read through this process's monotonic clock: the
- * clock every decision about a task uses (due times, lateness, leases,
- * retention), so that an instance whose system clock is off by seconds fires
- * nothing early by the database's clock and steals no lease.
+ * The database's time, read through this process's monotonic clock: what
+ * every decision about a task uses, so an instance whose system clock is off
+ * fires nothing early and steals no lease.
  *
- * It adds a correction to the local clock, measured the way NTP does: each
- * sample brackets one reading of the database's clock between the local
- * times before and after the round trip; of the last few samples the one
- * with the shortest round trip is trusted most; and the correction is the
- * lower bound that sample allows (the database read its clock at the latest
- * when the reply came), so this clock is never ahead of the database's, only
- * behind it by at most one round trip. It never steps back: a correction
- * that falls makes it stand still until the local clock has caught up (a
- * slew at rate zero), which delays tasks but never fires one early. A
- * correction that rises moves it forward at once, and armed timers are
- * re-armed for the new time.
- *
- * Until the first sample it is the local clock, and the first sample may
- * move it either way: DelayModule takes its first samples before any of its
- * providers is built (measuredDatabaseClock), then one at every heartbeat.
+ * Invariants: never ahead of the database (the correction is the lower bound
+ * of the sample with the shortest recent round trip, as NTP does), behind it
+ * by at most one round trip, and never steps back (a falling correction makes
+ * it stand still until the local clock catches up; a rising one re-arms the
+ * timers). Until the first sample it is the local clock, and that sample may
+ * move it either way: DelayModule samples before building its providers.
  */
 export class DatabaseClock implements Clock {
   private correction = 0;

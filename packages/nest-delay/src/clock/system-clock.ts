@@ -4,11 +4,7 @@ import { assertTimerDeadline, type Clock, type TimerHandle } from './clock.js';
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export class SystemClock implements Clock {
-  /**
-   * Monotonic time anchored to the epoch at process start: an NTP step or a manual change
-   * of the wall clock cannot move deadlines or make time run backwards. The price is that
-   * it drifts from the wall clock by the amount of any such step in a long-lived process.
-   */
+  /** Monotonic, anchored to the epoch at process start: a step of the wall clock moves no deadline (and is not followed). */
   now(): number {
     return performance.timeOrigin + performance.now();
   }

@@ -24,11 +24,7 @@ export interface DelayContext {
   readonly tracing: TaskTracing | undefined;
 }
 
-/**
- * The one shape of the runtime's services (River's startstop): `start()`
- * resolves once the service does its job, `stop()` once it has stopped and
- * left nothing running; both are safe to call once each, in that order.
- */
+/** `start()` resolves once the service does its job, `stop()` once nothing of it runs; each is called once, in that order. */
 export interface LifecycleService {
   start(): Promise<void>;
   stop(): Promise<void>;

@@ -17,7 +17,6 @@ export class PeriodicRound {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  /** A round is under way. */
   get busy(): boolean {
     return this.underWay !== undefined;
   }

@@ -1,69 +1,44 @@
 /**
- * The runtime's tuning constants, named and together (what they trade is
- * said beside each). Measured effects belong in bench/HISTORY.md, not here.
- *
- * Not here, on purpose: bounds that options and API calls are checked
- * against (task-limit.ts, admin/delay-admin.service.ts, the limits'
- * WAITING_COUNT_CAP), part of what a caller sees rather than tuning; the
- * pure wheel's and clock's own sizes (wheel/, clock/database-clock.ts),
- * whose folders import nothing; and the planner's per-round bounds
- * (schedules/occurrence-plan.ts).
+ * The runtime's tuning constants; what each trades is said beside it. Bounds
+ * a caller sees (options, API limits) and the pure wheel's and clock's own
+ * sizes live with them instead.
  */
 
-/** Entries the tick driver hands out per turn of the event loop: a big burst starts its first claims before the rest is handed out. */
+/** Entries the tick driver hands out per event-loop task: a big burst starts its first claims before the rest is handed out. */
 export const HANDOUT = 1000;
 
-/** Heartbeats between two releases of tasks leased to instances with no live lease (releaseOrphans). */
-export const ORPHAN_SWEEP_EVERY = 6;
+/** Heartbeats between two releases of tasks leased to instances that have no lease row (releaseLeasesOfMissingInstances). */
+export const MISSING_INSTANCE_SWEEP_EVERY = 6;
 
 /** How long a handler gets after its signal aborts before its claim is cut off. */
 export const CUT_OFF_GRACE_MS = 1000;
 
-/**
- * Postgres-side limits of a claim transaction (statement_timeout,
- * idle_in_transaction_session_timeout) sit this far above the longest
- * handler timeout plus the grace: a backstop for a frozen process, never
- * reached by a live one.
- */
+/** A claim's statement_timeout and idle_in_transaction_session_timeout sit this far above the longest handler timeout plus grace: a backstop for a frozen process only. */
 export const BACKSTOP_MARGIN_MS = 10_000;
 
-/**
- * A claim that failed as a whole (the database unreachable) is retried after
- * a tick, but never sooner than this: an outage is not hammered in a loop.
- */
+/** A claim that failed as a whole (the database unreachable) is retried after a tick, never sooner than this. */
 export const FAILED_CLAIM_RETRY_MIN_MS = 1000;
 
 /**
- * At stop, the notes of cut-off claims are deleted once the server has ended
- * their sessions: tried this many times, this far apart. A note still locked
- * then (a backend busy in a long statement) stays, and is charged later.
+ * At stop, the attempt notes of cut-off claims are deleted once the server has
+ * ended their sessions: tried this many times, this far apart. A note still
+ * locked then (its backend still in a long statement) stays, to be charged later.
  */
 export const FORGET_STOPPED_TRIES = 10;
 export const FORGET_STOPPED_INTERVAL_MS = 100;
 
-/**
- * The safety net (lease/stranded-sweep.ts) looks at this instance's tasks
- * due longer ago than this: every task on its way (fired, queued, claimed,
- * waiting for a limit) is in memory well within it.
- */
+/** The stranded sweep looks at this instance's tasks overdue by more than this: any task on its way is held well within it. */
 export const STRANDED_MARGIN_MS = 1000;
-/** Tasks the safety net reads per round; a longer overdue list is read over several rounds. */
+/** Tasks the stranded sweep reads per round; a longer overdue list is read over several rounds. */
 export const STRANDED_PAGE = 1000;
 
 /** Rows one prune statement deletes: few locks, kept for a few milliseconds. */
 export const PRUNE_BATCH = 1000;
 
-/**
- * After each full prune batch the pruner rests this many times as long as
- * the batch took: a quarter of the database's time at most, so a backlog of
- * millions does not crowd the claims.
- */
+/** After each full prune batch the pruner rests this many times as long as it took: a quarter of the database's time at most. */
 export const PRUNE_REST_PER_BATCH = 3;
 
-/**
- * Readings of the database's clock at start, before anything is leased or
- * fired: the correction starts from the one with the shortest round trip.
- */
+/** Readings of the database's clock at start, before anything is leased: the correction starts from the shortest round trip. */
 export const START_CLOCK_SAMPLES = 3;
 
 /** A correction of the system clock this large is logged: the host's clock needs attention. */
@@ -100,10 +75,10 @@ export const GATE_SPREAD = 4;
 /** Rate credits unused this long are deleted by the pruner (per-key limits would keep `starts` rows per key forever). */
 export const CREDIT_KEEP_MS = 24 * 3_600_000;
 
-/** After start, how long before the runtime looks for a SIGTERM handler (see shutdown-hooks.ts). */
+/** After start, how long before the runtime looks for a SIGTERM handler (shutdownHooksMissing). */
 export const SHUTDOWN_HOOKS_CHECK_MS = 5_000;
 
-/** Tries of one batch of rate-credit stamps before its credits are left in flight. */
+/** Tries of one write marking a batch of rate credits used (at their starts) before they are left in flight. */
 export const STAMP_TRIES = 5;
 
 /** The first wait before a schedule whose plan failed is tried again. */
@@ -119,4 +94,3 @@ export const UNHANDLED_SAMPLE = 1000;
 
 /** Attempt note ids reserved at a time: one extra round trip every this many claims. */
 export const NOTE_ID_BLOCK = 64;
-

@@ -5,14 +5,10 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import type { Dispatcher } from '../claim/dispatcher.js';
 
 /**
- * Runs the backlog: overdue tasks that no instance holds (they fell due while
- * no instance ran, or their instance died). One reader feeds their ids to the
- * dispatcher a page at a time in due order, claimed by id like a burst; it waits
- * while the dispatcher's queue is full, so ids read ahead stay few and the
- * wheel's own tasks, being on time, never queue behind a whole backlog.
- *
- * Asked to drain (at boot, after a takeover, or when the loader leased an
- * overdue task) while one runs, it reads again from the start when it ends.
+ * Drains the backlog: one reader feeds overdue unleased ids to the dispatcher
+ * a page at a time in due order, and waits while the claim queue is full, so
+ * few ids are read ahead and the wheel's on-time tasks never queue behind a
+ * whole backlog. A request while a drain runs reads again from the start when it ends.
  */
 export class BacklogDrainer implements LifecycleService {
   private startedMs: number | undefined;
@@ -25,11 +21,7 @@ export class BacklogDrainer implements LifecycleService {
     private readonly dispatcher: Dispatcher,
   ) {}
 
-  /**
-   * When the drain under way began; undefined while none runs. It reads what
-   * is due by each page's now, so everything due by then is its to run, and
-   * the loader leases only what falls due after it.
-   */
+  /** When the drain under way began (undefined while none runs): what fell due before is its to run, the loader leases only what falls due after. */
   get sinceMs(): number | undefined {
     return this.startedMs;
   }
@@ -51,7 +43,6 @@ export class BacklogDrainer implements LifecycleService {
     this.startedMs = this.ctx.clock.now();
     this.running = this.read()
       .catch((error: unknown) => {
-        // The loader's next round leases any overdue task it finds and asks again.
         this.ctx.logger.error(
           `Reading overdue tasks failed, looking again at the next loader round: ${errorText(error)}`,
         );
@@ -68,7 +59,6 @@ export class BacklogDrainer implements LifecycleService {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    // The reader sees `stopped` when the dispatcher's stop wakes it, or after its query.
     await this.running;
   }
 

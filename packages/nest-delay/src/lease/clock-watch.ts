@@ -4,12 +4,7 @@ import { databaseNowMs } from './lease-statements.js';
 import type { Database } from '../store/sql.js';
 import { CLOCK_CORRECTION_ALARM_MS, START_CLOCK_SAMPLES } from '../context/tuning.js';
 
-/**
- * The module's default clock: the system clock corrected to the database's,
- * from a few readings taken before anything reads it (the best of them
- * starts the correction), so no provider ever sees it step. Heartbeats keep
- * it corrected afterwards (InstanceLease).
- */
+/** The module's default clock, sampled before any provider reads it, so none sees it step; heartbeats keep it corrected. */
 export async function measuredDatabaseClock(db: Database): Promise<DatabaseClock> {
   const clock = new DatabaseClock(new SystemClock());
   try {
@@ -22,7 +17,6 @@ export async function measuredDatabaseClock(db: Database): Promise<DatabaseClock
   return clock;
 }
 
-/** Reads the database's clock `times` times, each a sample for `clock`. */
 export async function sampleDatabaseClock(
   clock: DatabaseClock,
   db: Database,
@@ -35,7 +29,7 @@ export async function sampleDatabaseClock(
   }
 }
 
-/** One line on the correction in use, for the log. */
+/** The log message on the correction in use. */
 export function clockMessage(clock: DatabaseClock): string {
   const correction = Math.round(clock.correctionMs);
   const roundTrip = clock.roundTripMs === undefined ? '?' : clock.roundTripMs.toFixed(1);
@@ -45,11 +39,7 @@ export function clockMessage(clock: DatabaseClock): string {
   );
 }
 
-/**
- * Watches the correction at every heartbeat: a host clock seconds off the
- * database's is corrected, and still worth an operator's look (NTP failing),
- * so it is logged once when it goes past the alarm and once when it is back.
- */
+/** Logs once when the correction goes past the alarm (the host's NTP needs a look) and once when it is back. */
 export class ClockWatch {
   private alarmed = false;
 

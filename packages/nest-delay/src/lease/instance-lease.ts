@@ -5,7 +5,7 @@ import {
   heartbeat,
   releaseExpiredInstances,
   releaseInstanceTasks,
-  releaseOrphans,
+  releaseTasksOfMissingInstances,
   retireInstance,
   handBackTasks,
 } from './lease-statements.js';
@@ -15,16 +15,17 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import { ClockWatch } from './clock-watch.js';
 import { PeriodicRound } from '../context/periodic-round.js';
 import type { WindowLoader } from './window-loader.js';
-import { HAND_BACK_STEP, ORPHAN_SWEEP_EVERY, UNHANDLED_SAMPLE } from '../context/tuning.js';
+import {
+  HAND_BACK_STEP,
+  MISSING_INSTANCE_SWEEP_EVERY,
+  UNHANDLED_SAMPLE,
+} from '../context/tuning.js';
 
 /**
- * This instance's lease in `delay_instance`, and the takeover of instances
- * whose lease ran out. Every heartbeat (a third of the lease, so one lost beat
- * does not cost it) it renews its row; instances that stopped beating have
- * their tasks freed, and the backlog drainer and the loader pick them up at
- * once. It also sweeps for tasks leased to instances that left no row at all,
- * looks for tasks that wait because no live instance has their type's
- * handler, and feeds the database's clock to a DatabaseClock at every beat.
+ * This instance's lease in `delay_instance`, renewed every heartbeat (a third
+ * of the lease, so one lost beat does not cost it), and the takeover of
+ * expired instances. Every few beats it also releases tasks leased to missing
+ * instances and looks for types no live instance handles.
  */
 export class InstanceLease implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -32,7 +33,6 @@ export class InstanceLease implements LifecycleService {
   private lastBeatAtMs: number | undefined;
   /** After a jump of the clock: the expiry cutoff held until `untilMs` (see expiryCutoff). */
   private jump: { cutoffMs: number; untilMs: number } | undefined;
-  /** Set when the module runs on the database's time (not a test's clock of its own). */
   private readonly clockWatch: ClockWatch | undefined;
   /** Set at a clean stop: hand this instance's tasks back instead of waiting out the lease. */
   private releaseAtStop = true;
@@ -58,20 +58,16 @@ export class InstanceLease implements LifecycleService {
     );
   }
 
-  /** A heartbeat is under way. */
   get busy(): boolean {
     return this.rounds.busy;
   }
 
-  /**
-   * Frees what an earlier process under this id held (its wheel died with
-   * it), takes the lease, and frees tasks whose holders have no live lease.
-   */
+  /** Releases what an earlier process under this id held (its wheel died with it) before taking the lease. */
   async start(): Promise<void> {
     const { db, options, clock } = this.ctx;
     await releaseInstanceTasks(db.pool, options.instanceId);
     await this.beat();
-    await releaseOrphans(db.pool, new Date(clock.now()));
+    await releaseTasksOfMissingInstances(db.pool, new Date(clock.now()));
     this.rounds.start();
   }
 
@@ -104,7 +100,6 @@ export class InstanceLease implements LifecycleService {
     }
   }
 
-  /** One heartbeat now (also what the timer does). */
   renew(): Promise<void> {
     return this.rounds.runNow();
   }
@@ -125,13 +120,12 @@ export class InstanceLease implements LifecycleService {
       this.ctx.policy.handledTypes,
     );
     this.expiresAtMs = nowMs + options.leaseMs;
-    // Every heartbeat is a sample of the database's clock (see DatabaseClock).
     if (corrected && sentMs !== undefined) {
       corrected.sample({ sentMs, databaseMs, receivedMs: corrected.localNow() });
       this.clockWatch?.check();
     }
-    if (++this.beats % ORPHAN_SWEEP_EVERY === 0) {
-      await releaseOrphans(db.pool, expiredBefore);
+    if (++this.beats % MISSING_INSTANCE_SWEEP_EVERY === 0) {
+      await releaseTasksOfMissingInstances(db.pool, expiredBefore);
       await forgetSettledAttempts(db.pool, new Date(nowMs - options.leaseMs));
       await this.findUnhandled(nowMs);
     }
@@ -144,11 +138,7 @@ export class InstanceLease implements LifecycleService {
     void this.loader.refresh();
   }
 
-  /**
-   * Warns once about each type whose tasks are overdue by a lease, unleased,
-   * and that no live instance has a handler for: they wait, and are never
-   * dead-lettered for that (see WindowPolicy.handles).
-   */
+  /** Warns once per type whose overdue unleased tasks no live instance handles: they wait, never dead-lettered for it. */
   private async findUnhandled(nowMs: number): Promise<void> {
     const { db, options, logger } = this.ctx;
     const rows = await findUnhandledTypes(
@@ -166,14 +156,11 @@ export class InstanceLease implements LifecycleService {
   }
 
   /**
-   * Leases that ran out before this time have expired. Normally that is now.
-   * But when time moved by more than two leases between two heartbeats, or
-   * back (a clock stepped, or this process was suspended), the other
-   * instances had no chance to renew across the jump, and theirs would all
-   * look expired: for one lease after it, only leases that had run out a
-   * heartbeat after the last beat before the jump count as expired. So a jump
-   * steals no live lease, an instance dead before it is still taken over at
-   * once, and one that died just before it a lease later.
+   * Leases that ran out before this time have expired: normally now. After a
+   * jump of time (more than two leases, or backwards: a clock step, a
+   * suspended process) the others could not renew across it, so for one lease
+   * only those that had run out a heartbeat after the last beat before the
+   * jump count: a jump steals no live lease.
    */
   private expiryCutoff(nowMs: number): number {
     const { leaseMs, heartbeatMs } = this.ctx.options;

@@ -3,13 +3,10 @@ import type { Sql } from '../store/sql.js';
 import type { DueRow } from '../tasks/task-row.js';
 
 /**
- * Renews this instance's lease and, in the same round trip, lists instances
- * whose lease ran out before `expiredBefore` (they died or stalled): their
- * tasks are up for takeover.
- * Also returns the database's clock (epoch ms, to the microsecond), the
- * sample DatabaseClock corrects this instance's clock with, and records it
- * beside the instance's (`db_heartbeat_at`) with the correction in use, for
- * others to read.
+ * Renews this instance's lease and, in the same round trip, lists the
+ * instances expired before `expiredBefore` and reads the database's clock
+ * (the DatabaseClock's sample; recorded with the correction in use, for the
+ * instance list).
  */
 export async function heartbeat(
   sql: Sql,
@@ -38,11 +35,10 @@ export async function heartbeat(
 }
 
 /**
- * Types of overdue, unleased tasks that no live instance has a handler for
- * (see WindowPolicy.handles): they wait until one starts. Looked for among
- * the oldest `sample` such tasks, where a type nobody takes piles up, with
- * how many of them each has. An instance of an earlier release does not say
- * its types (null): counted as running every type.
+ * Types among the oldest `sample` overdue unleased tasks (where a type nobody
+ * takes piles up) that no live instance handles, with their counts. An
+ * instance of an earlier version does not list its types (null): it counts as
+ * running every type.
  */
 export function findUnhandledTypes(sql: Sql, dueBefore: Date, sample: number) {
   return sql.rows<{ type: string; waiting: number }>(
@@ -60,17 +56,14 @@ export function findUnhandledTypes(sql: Sql, dueBefore: Date, sample: number) {
 /** The database's clock as epoch milliseconds, read when evaluated (not at transaction start). */
 const DATABASE_NOW_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::float8`;
 
-/**
- * Frees the tasks of instances whose lease expired (still, before
- * `expiredBefore`) and forgets them, stamping the rate credits they held.
- */
+/** Takeover: releases the tasks of instances still expired before `expiredBefore`, deletes them, and marks the rate credits they left in flight used. */
 export async function releaseExpiredInstances(
   sql: Sql,
   instanceIds: string[],
   expiredBefore: Date,
 ) {
   await sql.rows(
-    `WITH dead AS (
+    `WITH expired AS (
        -- SKIP LOCKED: an instance whose gate claim still runs keeps its row
        -- locked (FOR KEY SHARE, claimTasks) and is taken over at a later
        -- heartbeat, once that claim has ended: its credits are reaped after
@@ -82,26 +75,23 @@ export async function releaseExpiredInstances(
      ), credits AS (
        -- Rate credits they left in flight: whatever they started, they started before now.
        UPDATE delay_limit_credit c SET used_at = clock_timestamp(), holder = NULL
-       FROM dead WHERE c.holder = dead.id AND c.used_at = 'infinity'
+       FROM expired WHERE c.holder = expired.id AND c.used_at = 'infinity'
      )
      UPDATE delayed_task t SET locked_by = NULL
-     FROM dead WHERE t.locked_by = dead.id AND ${pendingIn('t')}`,
+     FROM expired WHERE t.locked_by = expired.id AND ${pendingIn('t')}`,
     [instanceIds, expiredBefore],
   );
 }
 
 /**
- * Frees tasks leased to instances that have no lease live at `now` (say, a
- * row deleted by a takeover). The holders come first, one descent of the
- * leases' index each (`holders` steps from one instance id to the next),
- * and only the rows of those without a live lease are then read, in a
- * statement of their own that runs only when there are some: testing every
- * leased row read every instance's whole window, 1.6 s of the server a call
- * at 2,000 tasks/s (the long-horizon bench), and in one statement the
- * planner, guessing a hundred holders, still chose to read the table.
+ * Releases tasks leased to instances with no live lease at `now` (missing:
+ * say, a row deleted by a takeover). The holders come first, one descent of
+ * the leases' index each, then only the missing ones' rows are read, in a
+ * statement of its own: testing every leased row reads every instance's
+ * whole window, and in one statement the planner chose to read the table.
  */
-export async function releaseOrphans(sql: Sql, now: Date) {
-  const orphaned = await sql.rows<{ holder: string }>(
+export async function releaseTasksOfMissingInstances(sql: Sql, now: Date) {
+  const missing = await sql.rows<{ holder: string }>(
     `WITH RECURSIVE holders AS (
        (SELECT locked_by FROM delayed_task WHERE locked_by IS NOT NULL AND ${PENDING}
         ORDER BY locked_by LIMIT 1)
@@ -116,17 +106,17 @@ export async function releaseOrphans(sql: Sql, now: Date) {
        AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = h.locked_by AND i.lease_until >= $1)`,
     [now],
   );
-  if (orphaned.length === 0) return;
+  if (missing.length === 0) return;
   // Their leases are tested again: one may have come back since (a restart under its id).
   await sql.rows(
     `UPDATE delayed_task t SET locked_by = NULL
      WHERE t.locked_by = ANY($1::text[]) AND ${pendingIn('t')}
        AND NOT EXISTS (SELECT 1 FROM delay_instance i WHERE i.id = t.locked_by AND i.lease_until >= $2)`,
-    [orphaned.map((row) => row.holder), now],
+    [missing.map((row) => row.holder), now],
   );
 }
 
-/** Frees everything one instance holds (its restart under the same id). */
+/** Releases everything leased to one instance (its restart under the same id). */
 export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
   await sql.rows(`UPDATE delayed_task SET locked_by = NULL WHERE locked_by = $1 AND ${PENDING}`, [
     instanceId,
@@ -134,12 +124,10 @@ export async function releaseInstanceTasks(sql: Sql, instanceId: string) {
 }
 
 /**
- * At shutdown, before retireInstance: frees up to `limit` of the instance's
- * tasks, earliest due first, in a transaction of their own, so a large hand-back
- * is many short statements that the other instances' loaders can take from
- * as it goes. Rows another transaction holds are skipped (SKIP LOCKED): the
- * claims a stop cut off, whose locks outlive their connection a moment.
- * Returns how many it freed.
+ * At stop, before retireInstance: releases up to `limit` of the instance's
+ * tasks, earliest due first, so a large hand-back is many short statements
+ * others' loaders take from as it goes. SKIP LOCKED passes the claims a stop
+ * cut off, whose locks outlive their connection a moment. Returns the count.
  */
 export async function handBackTasks(sql: Sql, instanceId: string, limit: number) {
   const rows = await sql.rows<{ id: string }>(
@@ -154,12 +142,10 @@ export async function handBackTasks(sql: Sql, instanceId: string, limit: number)
 }
 
 /**
- * At shutdown: frees what is left of the instance's tasks and forgets the
- * instance in one statement, so nothing can be leased to it in between and
- * then be leased to nobody. Rows another transaction still holds (claims
- * the stop cut off) stay leased, and then the instance is not forgotten: its
- * lease expires and another instance takes them over, while everything else
- * was handed back at once. Returns how many it kept.
+ * At stop: releases the rest of the instance's tasks and deletes its row in
+ * one statement, so nothing is leased to it in between and then to nobody.
+ * Rows cut-off claims still lock stay leased, and then the row stays too, for
+ * a takeover when it expires. Returns how many it kept.
  */
 export async function retireInstance(sql: Sql, instanceId: string): Promise<number> {
   const [row] = await sql.rows<{ kept: number }>(
@@ -183,12 +169,10 @@ export async function retireInstance(sql: Sql, instanceId: string): Promise<numb
 }
 
 /**
- * Leases the next page of unleased tasks due after `after` and before the
- * window's horizon, in due order. SKIP LOCKED lets instances loading at once
- * split the work. While a backlog drain runs, `after` is when it began (the
- * drain runs what was due by then itself); otherwise '-infinity', so a stray
- * overdue task still gets leased, fires at once and starts a drain for any others.
- * Only tasks of `types`, those this instance has handlers for.
+ * Leases the next page of unleased tasks of `types` due after `after` and
+ * before the horizon, in due order; SKIP LOCKED splits the work between
+ * instances loading at once. While a drain runs, `after` is when it began;
+ * otherwise '-infinity', so a stray overdue task is leased, fires and starts a drain.
  */
 export function leaseDueTasks(
   sql: Sql,
@@ -214,17 +198,12 @@ export function leaseDueTasks(
   );
 }
 
-/** The database's clock (epoch ms), to measure how far the app's clock is from it. */
 export async function databaseNowMs(sql: Sql): Promise<number> {
   const [row] = await sql.rows<{ now_ms: number }>(`SELECT ${DATABASE_NOW_MS} AS now_ms`, []);
   return row.now_ms;
 }
 
-/**
- * A page of this instance's pending tasks due by `dueBy`, in due order after
- * the keyset `after`: what the safety net (StrandedSweep) checks against
- * memory. By the leases' partial index: only this instance's pending rows.
- */
+/** A page of this instance's pending tasks due by `dueBy`, after the keyset `after`, by the leases' partial index: what StrandedSweep checks against memory. */
 export function findLeasedOverdue(
   sql: Sql,
   instanceId: string,

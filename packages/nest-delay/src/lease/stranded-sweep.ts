@@ -8,44 +8,22 @@ import type { DueRow } from '../tasks/task-row.js';
 import { findLeasedOverdue } from './lease-statements.js';
 
 /**
- * The safety net (River's rescuer, Oban's stager): a task leased to this
- * instance is in no loader's reach, so if a fault in the engine let it out
- * of the wheel, the claim queue, the claims in flight and the limit gate
- * while still pending, nothing would run it before a restart or a takeover.
+ * The safety net for the invariant of firing/holds.ts (a pending task leased
+ * here is held here): nothing else would run a task leased to this instance
+ * before a restart or a takeover. The one cause outside the engine's reach is
+ * a scheduling call whose reply was lost after its commit; any other rescue
+ * is an engine fault, so tests that provoke neither assert `rescued` is 0.
  *
- * Kept as a net in production, with its warning, not made a test-only
- * assertion (issue 45): the engine keeps the invariant (firing/holds.ts:
- * a lease is written only where a hold follows), and the causes found
- * breaking it were fixed at their source (a type not handled here leased by
- * a move, a write committed after its instance's stop, a fate dropping a
- * newer hold; test/delay/held-nowhere.e2e-spec.ts checks `rescued` stays 0).
- * One cause stays outside the engine's reach: a scheduling call whose reply
- * was lost after its commit (its caller saw an error; the task is leased
- * here, and nothing in memory knows it). So a rescue is that, or a fault.
- * Tests that provoke neither can assert `stats().rescued` is 0.
- *
- * Once a loader round (each heartbeat, never at the same time as a lease
- * of the loader's) it reads a page of this instance's pending tasks due
- * more than STRANDED_MARGIN_MS ago, by the leases' index, and holds again
- * those held nowhere here: a warning names them, `stats().rescued` counts
- * them. Holding a task twice is safe (the claim decides), so a race with a
- * claim ending costs one claim that finds nothing, never a second run.
- *
- * It waits while a full batch waits for a claim (the instance is behind).
- * Then the overdue tasks it holds are in the claim queue, and the page
- * would find them accounted for at the server's cost when it has least to
- * spare: behind a backlog, the page's index range starts with the entries
- * of tasks just claimed, dead but kept while any snapshot is older (a
- * reporting query, a forgotten BEGIN). In the long-horizon bench the page
- * took 373 s of the server over the hour, 97 s over a 17-minute run with
- * repeatable-read readers (bench/HISTORY.md). The price: a task it would
- * have found waits for the backlog to drain before it is held again, a
- * delay only an engine fault or a lost reply can bring about.
+ * Once a loader round (never beside one of its leases) it reads a page of
+ * this instance's tasks overdue by STRANDED_MARGIN_MS and holds again those
+ * held nowhere; holding twice is safe (the claim decides). It skips its round
+ * while the instance is behind: then the page's index range starts with
+ * just-claimed rows' dead versions, costly to read, and what it would find
+ * waits only until the backlog drains.
  */
 export class StrandedSweep {
-  /** Tasks found held nowhere and held again, since start. */
   rescued = 0;
-  /** Where the next page starts (null: from the first): a long overdue list is read over several rounds. */
+  /** Where the next page starts (null: from the first). */
   private after: DueRow | null = null;
 
   constructor(

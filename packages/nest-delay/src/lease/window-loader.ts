@@ -7,11 +7,9 @@ import type { TaskWheel } from '../firing/task-wheel.js';
 import type { StrandedSweep } from './stranded-sweep.js';
 
 /**
- * Leases this instance's share of the window into its wheel. Every heartbeat
- * interval (a third of the lease) it leases the unleased tasks that have come
- * within the window, page by page in due order; SKIP LOCKED lets instances
- * loading at once split them. Tasks beyond the window stay in Postgres only,
- * so memory depends on the window, not on the table.
+ * Every heartbeat, leases the unleased tasks that have come within the window
+ * into the wheel, page by page in due order. Tasks beyond the window stay in
+ * Postgres only: memory depends on the window, not on the table.
  */
 export class WindowLoader implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -34,22 +32,17 @@ export class WindowLoader implements LifecycleService {
     );
   }
 
-  /** A load is under way. */
   get busy(): boolean {
     return this.rounds.busy;
   }
 
-  /**
-   * Leases the first page (the earliest due) and returns, so the wheel can
-   * start turning while the rest of a large window loads behind it.
-   */
+  /** Leases the earliest page and returns: the rest of a large window loads behind the running wheel. */
   async start(): Promise<void> {
     // The rest loads as a round, so a timer's round joins it instead of racing it.
     if (await this.loadPage()) void this.rounds.runNow();
     this.rounds.start();
   }
 
-  /** Looks for newly due work now rather than at the next round. */
   refresh(): Promise<void> {
     return this.rounds.runNow();
   }
@@ -59,7 +52,7 @@ export class WindowLoader implements LifecycleService {
     await this.rounds.stop();
   }
 
-  /** Then the safety net: in the same round, so no lease of the loader's is under way while it looks. */
+  /** The stranded sweep runs in the same round, so no lease of the loader's is under way while it looks. */
   private async loadAll(): Promise<void> {
     while (await this.loadPage());
     if (!this.stopped) await this.sweep.run();

@@ -1,15 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * `delayed_task` is the durable truth behind the in-memory timing wheel.
- * A task is pending while executed_at, cancelled_at and dead_at are all null;
- * `executed_at` is set in the same transaction as the handler's effect, which
- * is what makes that effect happen exactly once.
- *
- * `delay_instance` holds one row per running app instance with its lease
- * deadline; `delayed_task.locked_by` names the instance whose wheel holds the
- * task. Renewing one instance row (instead of every task row) keeps the cost
- * of leases independent of how many tasks an instance holds.
+ * `delayed_task`, the truth behind the wheels: `executed_at` commits with the
+ * handler's effects, which makes them happen once. `delay_instance` holds one
+ * lease row per instance, renewed instead of every leased task's row.
  */
 export class CreateDelayedTask1763800000000 implements MigrationInterface {
   name = 'CreateDelayedTask1763800000000';
@@ -42,7 +36,7 @@ export class CreateDelayedTask1763800000000 implements MigrationInterface {
     await queryRunner.query(`
       CREATE INDEX delayed_task_unleased_due_idx ON delayed_task (due_at, id)
       WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NULL`);
-    // Releasing an instance's leases (shutdown, takeover after it died).
+    // Releasing an instance's leases (at its stop, or a takeover).
     await queryRunner.query(`
       CREATE INDEX delayed_task_locked_by_idx ON delayed_task (locked_by)
       WHERE executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL AND locked_by IS NOT NULL`);

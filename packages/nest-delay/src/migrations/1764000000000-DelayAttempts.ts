@@ -1,18 +1,11 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 3: attempts that never reached their commit.
- *
- * A claim transaction that dies with its process (exit, out of memory, a kill)
- * or is cut off (a handler past its timeout) rolls back everything, its
- * attempt count included. `delay_attempt` keeps, outside that transaction,
- * which tasks a claim is about to run, under a session advisory lock that
- * says the claim is alive; the claim deletes its row when it commits, so a
- * row that stays, unlocked, names tasks whose attempt was cut off. The
- * next claim of such a task charges it the attempt and flags it
- * `interrupted_at`, and a flagged task runs alone, so a task that kills its
- * process cannot take its batch-mates down again, and is dead-lettered after
- * maxAttempts. The table holds a row per claim in flight, and is scanned as such.
+ * Version 3: cut-off attempts. A claim that dies with its process rolls back
+ * its attempt count too, so `delay_attempt` records, outside the claim's
+ * transaction and under a session advisory lock, the attempt note of the
+ * tasks it runs; a note left unlocked is orphaned, and the task's next claim
+ * charges the attempt and flags it `interrupted_at` (it then runs alone).
  */
 export class DelayAttempts1764000000000 implements MigrationInterface {
   name = 'DelayAttempts1764000000000';

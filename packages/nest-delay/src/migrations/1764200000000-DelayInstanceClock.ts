@@ -1,12 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/**
- * Version 5: the database's clock at each instance's last heartbeat, beside
- * `heartbeat_at` (the instance's own clock at the same beat), so anyone can
- * read how far an instance's clock is from the database's (the admin API's
- * instance list) without asking the instance. Null until the instance beats
- * once after the upgrade.
- */
+/** Version 5: the database's clock at each instance's last heartbeat, beside its own, for the instance list's clock offset. */
 export class DelayInstanceClock1764200000000 implements MigrationInterface {
   name = 'DelayInstanceClock1764200000000';
 

@@ -1,12 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/**
- * Version 6: the correction each instance adds to its system clock to read
- * the database's time (see DatabaseClock), written at every heartbeat, so
- * the instance list shows how far each host's clock is off and that the
- * engine corrects it. Null for an instance that runs on a clock of its own
- * (a test's ManualClock) or has not beaten since the upgrade.
- */
+/** Version 6: the correction each instance applies to its system clock (DatabaseClock); null on a clock of its own. */
 export class DelayClockCorrection1764300000000 implements MigrationInterface {
   name = 'DelayClockCorrection1764300000000';
 

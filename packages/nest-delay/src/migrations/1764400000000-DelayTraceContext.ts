@@ -1,12 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/**
- * Version 7: the W3C trace context a task was scheduled in (`traceparent`,
- * and `tracestate` when there is one), so that the span of its handler,
- * hours or days later and on any instance, continues the trace of the
- * request that scheduled it. Null when the task was scheduled outside a
- * span, or with tracing off.
- */
+/** Version 7: the W3C trace context a task was scheduled in, which its handler's span continues; null outside a span. */
 export class DelayTraceContext1764400000000 implements MigrationInterface {
   name = 'DelayTraceContext1764400000000';
 

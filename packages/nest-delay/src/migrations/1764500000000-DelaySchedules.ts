@@ -1,12 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 8: recurring schedules. `delay_schedule` holds each schedule and
- * its next occurrence not yet planned; each occurrence becomes one
- * `delayed_task` that names its schedule and occurrence, and the unique
- * index keeps it to one task per occurrence, ever (not only while pending).
- * Building that index reads `delayed_task` once, under a lock that holds
- * writes back: on a large table, migrate at a quiet moment.
+ * Version 8: recurring schedules. Each occurrence becomes one `delayed_task`
+ * naming its schedule and instant; the unique index keeps it to one task per
+ * occurrence, ever. Its build blocks writes: migrate a large table at a quiet moment.
  */
 export class DelaySchedules1764500000000 implements MigrationInterface {
   name = 'DelaySchedules1764500000000';

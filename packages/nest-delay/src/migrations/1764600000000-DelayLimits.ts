@@ -1,12 +1,10 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 9: shared limits. `delay_type_limit` holds what was set at run
- * time for a task type (a pause, or limits that replace the handler's
- * declared ones), read by every claim, so a change holds for every instance
- * from its next claim. `delay_limit_credit` is a rate limit's ledger: one row
- * per start a window allows, stamped after each start (see limit-statements.ts).
- * Concurrency needs no table: its slots are transaction-scoped advisory locks.
+ * Version 9: shared limits. `delay_type_limit` holds a type's run-time pause
+ * and limits, read by every claim; `delay_limit_credit` is a rate's ledger,
+ * one row per start a window allows. Concurrency needs no table: its seats
+ * are transaction-scoped advisory locks.
  */
 export class DelayLimits1764600000000 implements MigrationInterface {
   name = 'DelayLimits1764600000000';
@@ -32,10 +30,8 @@ export class DelayLimits1764600000000 implements MigrationInterface {
         holder    text        NULL,
         PRIMARY KEY (type, key, credit)
       ) WITH (fillfactor = 70)`);
-    // No index but the key: every start updates a credit twice (taken,
-    // stamped), and an index on used_at or holder would make each update a
-    // new index entry instead of a HOT update within its page. The takeover's
-    // search by holder reads the ledger, a few rows per limited key.
+    // No index but the key: every start updates a credit twice, and an index
+    // on used_at or holder would turn those HOT updates into index entries.
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -2,30 +2,16 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { lockTables } from './table-locks.js';
 
 /**
- * Version 10: schedules that hold through deploys and run-time changes.
- * - `delay_schedule_declaration`: what each instance declares in code
- *   (@RecurringTask), keyed by instance id; a declared schedule is removed
- *   only when no instance with a live lease declares it.
- * - `delay_schedule.generation`: bumped by every change of its rule; each
- *   occurrence records the generation it was planned under
- *   (`delayed_task.schedule_generation`), so a claim can tell an occurrence
- *   of an older rule (null: planned before this version, taken as current).
- * - `plan_error`, `plan_failures`, `plan_retry_at`: a schedule whose plan
- *   failed is set aside until `plan_retry_at`, with its error kept.
- * - `delay_schedule_missed`: occurrences a claim dropped by the catch-up
- *   policy, appended without touching the schedule's row (a claim holds
- *   task locks, so waiting on a schedule's row could deadlock with a pause);
- *   the planner folds them into `delay_schedule.missed` under its row lock.
- *
- * It alters delay_schedule and delayed_task: it takes both locks first, with
- * a short wait and tries again (lockTables), so it never deadlocks with the
- * claims and plans of instances still running the previous release.
+ * Version 10: schedules that hold through deploys: each instance's
+ * declarations, a rule's generation on the schedule and its occurrences,
+ * a failed plan set aside, and `delay_schedule_missed` (appended by claims,
+ * which must not wait on a schedule's row). It takes both tables' locks first
+ * (lockTables), so it never deadlocks with the previous version's claims and plans.
  */
 export class DelayScheduleOwnership1764720000000 implements MigrationInterface {
   name = 'DelayScheduleOwnership1764720000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    // Both tables it alters, before anything else (see lockTables).
     await lockTables(queryRunner, ['delayed_task', 'delay_schedule']);
     await queryRunner.query(`
       CREATE TABLE delay_schedule_declaration (

@@ -1,13 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 11: declared limits in the table. Each instance writes the limits
- * its handlers declare in code to `delay_type_limit` at boot (`declared_*`,
- * with when and by which instance), and every claim reads them from there:
- * instances running different versions of the code (a rolling deploy) apply
- * one set of limits, the last booted instance's, instead of each its own.
- * `declared_at` null: no instance has declared the type's limits since this
- * version (the claiming instance's code decides, as before).
+ * Version 11: the limits handlers declare in code, written at boot, so
+ * instances of different versions apply one set (the last booted one's).
+ * `declared_at` null: none declared since; the claiming instance's code decides.
  */
 export class DelayDeclaredLimits1764760000000 implements MigrationInterface {
   name = 'DelayDeclaredLimits1764760000000';

@@ -2,20 +2,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { lockTables } from './table-locks.js';
 
 /**
- * Version 12: the entity a task belongs to (`schedule({ entity: 'order:42' })`),
- * so that every task of one business object can be found, cancelled or moved
- * at once without knowing each task's key.
- * - `delayed_task.entity`: nullable; at most 500 characters, as a key.
- * - `delayed_task_entity_idx` on (entity, id), partial on `entity IS NOT NULL`:
- *   "the tasks of this entity" reads one short range of it (pending ones are
- *   filtered among them: an entity has a handful of tasks, not thousands),
- *   and in id order, the order they were created in. Tasks without an entity
- *   (most of a burst) add nothing to it.
- *
- * Adding a nullable column without a default rewrites nothing. The index
- * is built in the migration's transaction; on a large table create it first
- * by hand with the same statement plus CONCURRENTLY, and IF NOT EXISTS makes
- * this a no-op.
+ * Version 12: the entity a task belongs to, and a partial index on (entity,
+ * id): an entity's tasks are one short range, in creation order, and tasks
+ * without one add nothing. The column rewrites nothing; on a large table
+ * create the index first by hand with CONCURRENTLY (IF NOT EXISTS then skips it).
  */
 export class DelayTaskEntity1764800000000 implements MigrationInterface {
   name = 'DelayTaskEntity1764800000000';

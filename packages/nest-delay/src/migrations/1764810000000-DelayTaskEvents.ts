@@ -1,15 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Version 13: the history behind an entity's timeline (DelayAdmin.timeline).
- * `delay_task_event` holds one row per state change of a task that has an
- * entity, written by the statement of the change itself (scheduled,
- * replaced, debounced, an attempt started, retried, snoozed, dead-lettered,
- * cancelled, rescheduled, revived), so it commits or rolls back with it.
- * Tasks without an entity write none: a burst of them pays nothing.
- *
- * One index, (entity, task_id): the timeline reads an entity's rows, and the
- * pruner deletes a pruned task's rows with it (by its entity and id).
+ * Version 13: `delay_task_event`, one row per state change of a task with an
+ * entity, written by the change's own statement. One index, (entity,
+ * task_id), for the timeline and the pruner.
  */
 export class DelayTaskEvents1764810000000 implements MigrationInterface {
   name = 'DelayTaskEvents1764810000000';

@@ -2,21 +2,12 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { lockTables } from './table-locks.js';
 
 /**
- * Version 15: attempt notes written without the write-ahead log. A note
- * lives from a claim's BEGIN to its COMMIT, and matters only if the app
- * dies while Postgres lives on; if Postgres itself crashes, the claims die
- * with it and there is nothing to charge (the claim already ignores notes
- * recorded before the server last started). An unlogged table is emptied
- * by crash recovery and not copied to standbys, which is exactly that rule;
- * a clean restart keeps it. So its two writes a claim (the note and the
- * claim's delete of it), its index entries and their full-page images no
- * longer go through the WAL, to disk and to every replica.
- *
- * The id sequence stays logged: after a crash an unlogged one would start
- * again from 1, and an instance that lived through the crash, still holding
- * ids it reserved before (NoteIds), could write a note under an id given
- * out again, and wait on its lock. Postgres 15 made a serial's sequence
- * follow its table's persistence; before 15 a sequence is always logged.
+ * Version 15: `delay_attempt` unlogged. A note matters only while Postgres
+ * lives (after its crash the claims died too, and notes from before the
+ * server's start are ignored), which is what crash recovery emptying an
+ * unlogged table gives; its churn stays out of the WAL. The id sequence stays
+ * logged: restarting from 1 after a crash, it would hand out ids a surviving
+ * instance still holds in its reserved block.
  */
 export class DelayAttemptUnlogged1764830000000 implements MigrationInterface {
   name = 'DelayAttemptUnlogged1764830000000';

@@ -16,12 +16,9 @@ import { DelayAttemptUnlogged1764830000000 } from './1764830000000-DelayAttemptU
 import { DelayInstanceTaskTypes1764840000000 } from './1764840000000-DelayInstanceTaskTypes.js';
 
 /**
- * The package's schema, oldest first. Add them to your DataSource's
- * `migrations` (before or among your own); each is a plain TypeORM migration,
- * recorded in your migrations table under its class name, so upgrading the
- * package and running your migrations moves the schema forward. The first
- * keeps the name it had when it lived in the app, so a database created
- * before the package existed upgrades in place.
+ * The package's schema, oldest first: add them to your DataSource's
+ * `migrations`. Each is a plain TypeORM migration recorded under its class
+ * name, so upgrading the package and migrating moves the schema forward.
  */
 export const delayMigrations = [
   CreateDelayedTask1763800000000,

@@ -5,15 +5,10 @@ const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * Takes the ACCESS EXCLUSIVE locks a migration's ALTERs need, all at once,
- * before it changes anything, so it runs safely beside instances of the
- * previous release that keep claiming and planning. It never waits long
- * while holding one of them: each try waits at most `waitMs` for all of
- * them (claims queued behind it are held up no longer), then lets go of
- * what it got and tries again a little later. So it never closes a cycle
- * with a claim (which takes delayed_task before delay_schedule) or the
- * planner (the other way round): no deadlock, whichever order they lock in,
- * and no claim is chosen as a deadlock victim. Fails, naming the tables,
- * once `giveUpMs` have passed.
+ * before it changes anything. Each try waits at most `waitMs` (claims queued
+ * behind it wait no longer), then lets go and tries again later, so it never
+ * closes a cycle with a claim (delayed_task, then delay_schedule) or a plan
+ * (the other way round). Fails, naming the tables, after `giveUpMs`.
  */
 export async function lockTables(
   runner: QueryRunner,
@@ -41,7 +36,7 @@ export async function lockTables(
       await runner.query(`ROLLBACK TO SAVEPOINT delay_migration_locks`);
       if (Date.now() - startedMs > giveUpMs) {
         throw new Error(
-          `Could not lock ${tables.join(', ')} for ${Math.round(giveUpMs / 1000)} s: other transactions kept them busy (a long transaction on them, or instances claiming without a pause); run the migration again`,
+          `Could not lock ${tables.join(', ')} for ${Math.round(giveUpMs / 1000)} s: other transactions kept them locked (a long transaction on them, or instances claiming without a pause); run the migration again`,
           { cause: error },
         );
       }

@@ -17,9 +17,7 @@ interface Waiting {
 /**
  * Runs a notification once the caller's transaction commits, and drops it if
  * that transaction (or the savepoint it was written in) rolls back: a write
- * through `{ manager }` is not a fact until then. It listens to the
- * DataSource's transaction events as a TypeORM subscriber; without a
- * transaction the write already committed and the call runs at once.
+ * through `{ manager }` is not a fact until then. Without a transaction it runs at once.
  */
 export class AfterCommit implements EntitySubscriberInterface {
   /** Attached instances, for the savepoints TypeORM does not see (below). */
@@ -30,11 +28,7 @@ export class AfterCommit implements EntitySubscriberInterface {
 
   constructor(private readonly dataSource: DataSource) {}
 
-  /**
-   * A savepoint taken with plain SQL (the claim's per-task savepoint step), which
-   * TypeORM's events do not report: what is queued from here on is undone by
-   * `rolledBackToSavepoint`.
-   */
+  /** A savepoint taken with plain SQL, which TypeORM's events do not report: what is queued after it is undone by `rolledBackToSavepoint`. */
   static savepoint(runner: QueryRunner): void {
     for (const instance of AfterCommit.attached)
       instance.marks.set(runner, instance.waiting.get(runner)?.length ?? 0);

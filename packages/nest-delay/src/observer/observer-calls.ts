@@ -5,9 +5,8 @@ import type { DelayObserver } from '../delay-observer.js';
 type EventOf<K extends keyof DelayObserver> = Parameters<NonNullable<DelayObserver[K]>>[0];
 
 /**
- * Calls the app's observer, if any, and the package's own (the admin
- * module's pulse, `add`), so that none can hurt a task: each call is
- * wrapped, a throw or a rejection is logged and dropped. Callers ask
+ * Calls the app's observer and the package's own so that none can hurt a
+ * task: a throw or a rejection is logged and dropped. Callers ask
  * `wants(name)` before building an event, so nobody listening costs nothing.
  */
 export class ObserverCalls {
@@ -20,7 +19,6 @@ export class ObserverCalls {
     this.observers = observer ? [observer] : [];
   }
 
-  /** Another observer, from its next event on. */
   add(observer: DelayObserver): void {
     this.observers.push(observer);
   }

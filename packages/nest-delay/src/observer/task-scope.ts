@@ -11,11 +11,7 @@ export interface CurrentTask {
 
 const scope = new AsyncLocalStorage<CurrentTask>();
 
-/**
- * The task being run, seen from anywhere below its handler (its services, the
- * app's logger), or undefined outside one. A logger adds it to every line, so
- * each line a task causes names its id, type, key and attempt.
- */
+/** The task being run, seen from anywhere below its handler (a logger can add it to each record), or undefined outside one. */
 export function currentTask(): CurrentTask | undefined {
   return scope.getStore();
 }

@@ -4,11 +4,10 @@ import type { Sql } from '../store/sql.js';
 const PRUNE_LOCK = `${0x6e64_7072}, 0`; // 'ndpr'
 
 /**
- * Deletes up to `limit` finished tasks of each kind: executed or cancelled before
- * `finishedBefore`, dead-lettered before `deadBefore` (null: kept forever).
- * Only if this transaction wins the pruning lock, so instances take turns
- * instead of deleting the same rows; and only rows nobody has locked, so a
- * prune never waits on, or makes wait, anything else. Returns how many went.
+ * Deletes up to `limit` finished tasks of each kind (`deadBefore` null: dead
+ * ones kept forever), only if this transaction wins the pruning lock (one
+ * instance prunes at a time) and only rows nobody locks, so a prune never
+ * waits on anything, nor makes anything wait. Returns how many went.
  */
 export async function pruneTasks(
   sql: Sql,

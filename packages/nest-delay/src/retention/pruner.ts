@@ -6,11 +6,9 @@ import { PeriodicRound } from '../context/periodic-round.js';
 import { CREDIT_KEEP_MS, PRUNE_BATCH, PRUNE_REST_PER_BATCH } from '../context/tuning.js';
 
 /**
- * Deletes finished tasks older than their retention (`retention.finished`
- * for executed and cancelled ones, `retention.dead` for dead-lettered ones)
- * every `retention.interval`, a batch at a time until none is left.
- * Instances take turns through an advisory lock; pending tasks are never
- * touched, so a claim never waits on a prune.
+ * Deletes finished tasks past their retention every `retention.interval`, a
+ * batch at a time, one instance at a time (an advisory lock); pending tasks
+ * are never touched, so a claim never waits on a prune.
  */
 export class Pruner implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -32,7 +30,6 @@ export class Pruner implements LifecycleService {
     );
   }
 
-  /** Tasks this instance has deleted since it started. */
   get deleted(): number {
     return this.pruned;
   }
@@ -47,7 +44,7 @@ export class Pruner implements LifecycleService {
     await this.rounds.stop();
   }
 
-  /** One pruning round now (also what the timer does); resolves with how many were deleted. */
+  /** Resolves with how many were deleted. */
   async runNow(): Promise<number> {
     const before = this.pruned;
     this.failure = undefined;
@@ -69,9 +66,8 @@ export class Pruner implements LifecycleService {
       const startedAt = performance.now();
       const deleted = await pruneTasks(db.pool, finishedBefore, deadBefore, PRUNE_BATCH);
       this.pruned += deleted;
-      // Fewer than a batch of each kind: nothing is left.
       if (deleted < PRUNE_BATCH || this.stopping) return;
-      // Wall time, not the app's clock: this paces work, it schedules nothing.
+      // Wall time, not the app's clock: this spaces out work, it schedules nothing.
       const restMs = (performance.now() - startedAt) * PRUNE_REST_PER_BATCH;
       await new Promise((resolve) => setTimeout(resolve, restMs));
       if (this.stopping) return;

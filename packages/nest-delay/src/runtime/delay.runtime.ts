@@ -29,25 +29,14 @@ import { WindowLoader } from '../lease/window-loader.js';
 import { StrandedSweep } from '../lease/stranded-sweep.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
 import { clockMessage, sampleDatabaseClock } from '../lease/clock-watch.js';
-import { shutdownHooksMissing } from './shutdown-hooks.js';
 import { WritesInFlight } from './writes-in-flight.js';
 import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES } from '../context/tuning.js';
 
 /**
  * The services behind DelayService, started at application bootstrap (after
- * every handler was discovered) and stopped before TypeORM closes its pool:
- *
- * - `lease`    this instance's heartbeat, takeover of dead instances
- * - `backlog`  runs overdue tasks nobody holds, straight from the table
- * - `loader`   leases the tasks due within the window into the wheel
- * - `wheel`    fires each held task at its due time
- * - `dispatcher` claims fired tasks in batches and runs their handlers
- * - `pruner`   deletes finished tasks past their retention
- * - `planner`  turns recurring schedules into tasks, a window ahead
- *
- * Each has the same start/stop and shares one context; dependencies point
- * one way (lease → backlog, loader → backlog → dispatcher → wheel), and the
- * wheel hands what it fires to the dispatcher's queue.
+ * every handler was discovered) and stopped before TypeORM closes its pool.
+ * Start order: the lease first, so nothing is leased without it; stop order:
+ * firing first and the lease last, so nothing runs without it.
  */
 @Injectable()
 export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -56,12 +45,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   readonly dispatcher: Dispatcher;
   readonly backlog: BacklogDrainer;
   readonly loader: WindowLoader;
-  /** The safety net for tasks leased here and held nowhere (run in the loader's rounds). */
   readonly sweep: StrandedSweep;
   readonly lease: InstanceLease;
   readonly pruner: Pruner;
   readonly planner: SchedulePlanner;
-  /** The callers' writes under way that may lease tasks here: a stop waits for them. */
   readonly writes = new WritesInFlight();
   /** Times DelayTester.reset emptied the tables: what caches their contents reads them again. */
   tablesEmptied = 0;
@@ -77,8 +64,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     schedules: ScheduleRegistry,
   ) {
     const logger = new Logger('DelayModule');
-    // Claims take at most half the pool by default: the app's own requests
-    // always find connections, however long the backlog.
+    // By default claims take at most half the pool: the app's requests always find connections.
     const poolSize = poolSizeOf(dataSource);
     if (options.concurrency !== undefined && options.concurrency >= poolSize)
       logger.warn(
@@ -98,7 +84,6 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       afterCommit: new AfterCommit(dataSource),
       tracing: tracing ?? undefined,
     };
-    // The wheel's output is the dispatcher's input; read when a tick fires, after both exist.
     this.wheel = new TaskWheel(this.ctx, (ids) => this.dispatcher.enqueue(ids));
     this.dispatcher = new Dispatcher(this.ctx, registry, this.wheel);
     this.backlog = new BacklogDrainer(this.ctx, this.dispatcher);
@@ -118,15 +103,12 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     await this.reportClock();
     this.ctx.policy.setHandledTypes(this.registry.types());
     this.ctx.policy.setRunning(true);
-    // Callers' commits: an observer hears of their writes then, and a task
-    // they scheduled due at once is held again then (firing/holds.ts).
-    // One WeakMap look-up per transaction of the DataSource.
+    // Callers' commits: an observer hears of their writes, and holds follow them, only then.
     this.ctx.afterCommit.attach();
     this.state = 'running';
     try {
       await this.lease.start();
       await this.dispatcher.start();
-      // Whatever fell due while no instance ran is run straight from the table.
       await this.backlog.start();
       await this.loader.start();
       await this.planner.start();
@@ -135,8 +117,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     }
     await this.wheel.start();
     await this.pruner.start();
-    // Looked at a moment later: an application context is initialised before
-    // its creator can call enableShutdownHooks().
+    // A moment later: an application context is initialised before its creator can call enableShutdownHooks().
     this.hooksCheck = setTimeout(() => {
       if (shutdownHooksMissing(process.listenerCount('SIGTERM'), process.env))
         this.ctx.logger.warn(noShutdownHooks());
@@ -154,9 +135,8 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
 
   /**
    * Stops firing, lets handlers in flight finish (within shutdownTimeout) and
-   * hands this instance's tasks back so another instance takes them at once
-   * instead of after the lease expires; `keepLease` leaves them leased, as a
-   * crash would (for tests of what the other instances do then).
+   * hands the tasks back for others to take at once; `keepLease` leaves them
+   * leased, as a crash would (for tests).
    */
   async stop({ keepLease = false } = {}): Promise<void> {
     if (this.state === 'stopping' || this.state === 'stopped') return;
@@ -177,25 +157,18 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     const { shutdownTimeoutMs } = this.ctx.options;
     if (!(await this.writes.settled(shutdownTimeoutMs)))
       this.ctx.logger.warn(
-        `${this.writes.size} scheduling call(s) still under way after ${shutdownTimeoutMs} ms; a task they lease here is freed by another instance's orphan sweep`,
+        `${this.writes.size} scheduling call(s) still under way after ${shutdownTimeoutMs} ms; a task they lease here is released by another instance's sweep for missing instances`,
       );
-    // Tasks of claims cut off at stop stay leased until the lease expires
-    // (their locks outlive the connection a moment); the rest go back now.
     if (keepLease) this.lease.keepLeaseAtStop();
     await this.lease.stop();
     this.ctx.afterCommit.detach();
     this.state = 'stopped';
   }
 
-  /**
-   * Runs everything due by the clock's now and resolves when nothing is left
-   * to do: the wheel turned, no load or backlog read under way, no claim
-   * queued or running. Waits on state, never on time; for tests that move a
-   * ManualClock (`nest-delay/testing`).
-   */
+  /** Runs everything due by the clock's now and resolves when nothing is due, queued or in flight; waits on state, never on time. */
   async settle(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    // Occurrences due by now become tasks first (the planner's own timer may not have run).
+    // Occurrences due by now are planned first (the planner's own timer may not have run).
     if (this.running) await this.planner.runNow();
     for (;;) {
       if (!this.running) return;
@@ -222,15 +195,10 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
     }
   }
 
-  /**
-   * A DatabaseClock was measured when it was made (measuredDatabaseClock):
-   * say how far the system clock is off. A test's own clock governs alone;
-   * its distance from the database's is only reported.
-   */
+  /** Logs how far the system clock is from the database's; a test's own clock is only reported, never corrected. */
   private async reportClock(): Promise<void> {
     const { clock, db, logger } = this.ctx;
     try {
-      // Measured here too when the runtime made its own (no CLOCK provider).
       if (clock instanceof DatabaseClock) {
         if (!clock.measured) await sampleDatabaseClock(clock, db, START_CLOCK_SAMPLES);
         logger.log(clockMessage(clock));
@@ -250,11 +218,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   }
 }
 
-/**
- * A clear error for a schema the package's migrations have not (all) been
- * run on: none (a table missing), or some (a column missing, the database
- * behind this version), naming the ones its migrations table lacks.
- */
+/** A clear error for a schema the package's migrations have not (all) been run on, naming the missing ones. */
 async function schemaError(error: unknown, db: Database): Promise<Error | undefined> {
   const e = error as { code?: string; driverError?: { code?: string }; message?: string };
   const code = e?.code ?? e?.driverError?.code;
@@ -288,4 +252,19 @@ async function missingMigrations(db: Database): Promise<string[] | undefined> {
 function poolSizeOf(dataSource: DataSource): number {
   const options = dataSource.options as { poolSize?: number; extra?: { max?: number } };
   return options.poolSize ?? options.extra?.max ?? 10;
+}
+
+/**
+ * Without `app.enableShutdownHooks()` (or the app's own signal handling), a
+ * SIGTERM skips the stop: the tasks stay leased until the lease expires. Nest
+ * tells a module nothing of hooks; a SIGTERM listener is the sign. Test
+ * runners boot without hooks on purpose, so they are not warned.
+ */
+export function shutdownHooksMissing(
+  sigtermListeners: number,
+  env: Record<string, string | undefined>,
+): boolean {
+  const underTestRunner =
+    env.JEST_WORKER_ID !== undefined || env.VITEST !== undefined || env.NODE_ENV === 'test';
+  return sigtermListeners === 0 && !underTestRunner;
 }

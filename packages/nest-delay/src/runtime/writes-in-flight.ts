@@ -1,15 +1,12 @@
 /**
- * The callers' writes on the pool under way (DelayService's schedule,
- * scheduleMany, reschedule, revive, rescheduleEntity). Each may lease its
- * tasks here, decided while this instance ran and committed a moment later.
- * A stop waits for them before it hands this instance's tasks back and
- * retires it: one committed after that would stay leased to an instance
- * that is gone, held nowhere until another instance's orphan sweep. A write
- * begun once the stop began leases nothing (WindowPolicy.leaseOnWrite).
+ * The callers' writes on the pool under way, which may lease tasks here. A
+ * stop waits for them before it hands tasks back: one committed after would
+ * stay leased to a missing instance, held nowhere. A write begun after the
+ * stop began leases nothing (WindowPolicy.leaseOnWrite).
  */
 export class WritesInFlight {
   private readonly pending = new Set<Promise<unknown>>();
-  /** A stop is waiting for the writes under way (tests look). */
+  /** A stop is waiting for them (tests look). */
   awaited = false;
 
   get size(): number {

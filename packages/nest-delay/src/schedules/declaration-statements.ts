@@ -2,13 +2,10 @@ import type { Database, Sql } from '../store/sql.js';
 import { removeLocked, type ScheduleSpec } from './schedule-statements.js';
 
 /**
- * Schedule `s` (an alias) is declared by no live instance but `self` (the
- * instance asking, live as it asks). An instance is live while its lease row
- * is in `delay_instance`: the row leaves at a clean stop, or when another
- * instance takes over after its lease expired (with the lease's guard
- * against clock jumps, see InstanceLease.expiryCutoff); reading
- * `lease_until` against this instance's clock instead would count every
- * other instance dead after a jump of the clock.
+ * Schedule `s` is declared by no live instance but `self`. Live means its
+ * row is in `delay_instance` (deleted at a stop or a takeover, which guards
+ * against clock jumps): reading `lease_until` against this clock instead
+ * would count every other instance expired after a jump.
  */
 export const UNDECLARED = (s: string, self: string) => `NOT EXISTS (
        SELECT 1 FROM delay_schedule_declaration d
@@ -21,11 +18,7 @@ export function ruleOf(spec: ScheduleSpec): string {
   return JSON.stringify({ ...rule, payload: JSON.parse(payloadJson) as unknown });
 }
 
-/**
- * Records what instance `instanceId` declares in code, replacing what an
- * earlier process under the same id declared. Called at boot, after the
- * instance took its lease.
- */
+/** At boot, after the lease: records what this instance declares in code, replacing an earlier process's under the same id. */
 export async function declareSchedules(
   sql: Sql,
   instanceId: string,
@@ -46,11 +39,7 @@ export async function declareSchedules(
   );
 }
 
-/**
- * Other live instances that declare one of `instanceId`'s schedules with a
- * different rule: the newest boot's rule is the one written, and the boot
- * warns about each of these.
- */
+/** Other live instances declaring one of `instanceId`'s schedules with another rule (the newest boot's rule is written). */
 export function conflictingDeclarations(sql: Sql, instanceId: string) {
   return sql.rows<{ name: string; instance_id: string }>(
     `SELECT other.name, other.instance_id
@@ -64,13 +53,10 @@ export function conflictingDeclarations(sql: Sql, instanceId: string) {
 }
 
 /**
- * Removes the schedules declared in code that no live instance declares
- * (their last declaring instance stopped, or its lease expired), each under
- * its row lock (SKIP LOCKED: one a planner holds is checked next round), with
- * their occurrences planned ahead; and forgets the declarations of instances
- * gone (their lease row deleted at a stop or a takeover). A schedule one
- * instance does not know is never removed because of it. Returns the names
- * removed.
+ * Removes the schedules declared in code that no live instance declares, with
+ * their occurrences planned ahead, each under its row lock (SKIP LOCKED: one a
+ * planner holds waits for the next round), and deletes the declarations of
+ * instances gone. Returns the names removed.
  */
 export function removeUndeclared(db: Database, self: string, now: Date): Promise<string[]> {
   return db.transaction(async (sql) => {

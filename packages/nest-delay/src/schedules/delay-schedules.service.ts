@@ -15,13 +15,10 @@ import { resolveSchedule } from './schedule-spec.js';
 import type { ScheduleDefinition, ScheduleInfo } from './schedule.types.js';
 
 /**
- * Recurring schedules at run time, beside those declared with
- * @RecurringTask: add or change one (`upsert`), `remove`, `pause`, `resume`,
- * `list`. Every change is one transaction on `delay_schedule`, which every
- * instance plans from, so it takes effect everywhere at once: it locks the
- * schedule's row (waiting for a planner planning it), then unplans what was
- * planned ahead. A claim checks the schedule again: an occurrence of a
- * paused, removed or changed schedule is withdrawn, not run.
+ * Recurring schedules at run time, beside those declared with @RecurringTask.
+ * Each change is one transaction on `delay_schedule`, which every instance
+ * plans from, so it takes effect everywhere at once; an occurrence of a
+ * paused, removed or changed schedule is withdrawn at its claim, not run.
  */
 @Injectable()
 export class DelaySchedules {

@@ -10,13 +10,10 @@ export interface PlanPolicy {
 }
 
 /**
- * How long an occurrence may be overdue before its schedule's catch-up
- * policy applies: two leases. A crashed instance's tasks are taken over
- * within a lease and a heartbeat (a third of a lease), so an occurrence that
- * late was not delayed by one instance dying while others ran: no instance
- * ran. The policy applies to planned and unplanned occurrences alike
- * (docs/recurring-tasks.md, "Catch-up"); the claim's verdict
- * (occurrence-statements.ts) applies it in SQL.
+ * How long an occurrence may be overdue before the catch-up policy applies:
+ * two leases. A crashed instance's tasks are taken over within a lease and a
+ * heartbeat, so one that late means no instance ran. occurrence-statements.ts
+ * applies the same rule in SQL.
  */
 export function overdueAfterMs(leaseMs: number): number {
   return 2 * leaseMs;
@@ -42,13 +39,10 @@ export const MAX_PLANNED_PER_ROUND = 1000;
 const MAX_WALKED = 1_000_000;
 
 /**
- * The occurrences of a schedule from its next one (`nextMs`) up to the
- * planning horizon. Of those already more than `graceMs` past (no instance
- * ran, or the schedule was paused), the latest `overdueKept` run and the
- * rest are counted as missed. Each planned occurrence carries the one before
- * it in the schedule's sequence (`previousMs`, whether that one ran or was
- * missed; null for the first ever). Pure: the time and the schedule in, the
- * plan out.
+ * Pure: the occurrences of a schedule from `nextMs` up to the horizon. Of
+ * those more than `graceMs` past, the latest `overdueKept` run and the rest
+ * are missed. Each carries the one before it in the sequence (`previousMs`,
+ * run or missed; null for the first ever).
  */
 export function planOccurrences(
   recurrence: Recurrence,
@@ -63,17 +57,14 @@ export function planOccurrences(
   const keep = overdueKept(policy);
   let missed = 0;
   let at: number | undefined = nextMs;
-  // The occurrence before `at` in the schedule's sequence, whether it ran or not.
   let previous = lastMs;
   let walked = 0;
   let restarted = false;
-  // Missed ones: keep the latest `keep`, count the rest.
   while (at !== undefined && at < nowMs - graceMs) {
     if (++walked > MAX_WALKED) {
       // A long outage of a frequent schedule: what is left is missed, uncounted.
-      // The ones kept so far are from the middle of the outage, not the latest,
-      // so once: drop them and walk again from far enough back for `keep` more
-      // at the pace walked so far.
+      // Those kept so far are from the outage's middle, not the latest, so
+      // once: drop them and walk again from far enough back for `keep` more.
       const restartMs = Math.floor(nowMs - graceMs - ((at - nextMs) / MAX_WALKED) * 2 * (keep + 1));
       if (!restarted && restartMs > at) {
         restarted = true;

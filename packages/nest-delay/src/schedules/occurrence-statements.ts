@@ -2,13 +2,6 @@ import type { Sql } from '../store/sql.js';
 import { PENDING } from '../tasks/pending.js';
 import { WITHDRAWN } from '../tasks/task-transitions.js';
 
-/*
- * The statements of a schedule's planned occurrences that the claim and the
- * schedules run: the verdict read at the claim, the **withdraw** and
- * **unplan** transitions (decided in task-transitions.ts; docs/how-it-works.md,
- * "State transitions", has the table) and the missed count.
- */
-
 /** A constant of ours as an SQL string literal (never built from input). */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
@@ -16,18 +9,11 @@ const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 const KEPT = `CASE s.catch_up WHEN 'skip' THEN 0 WHEN 'one' THEN 1 ELSE s.catch_up_cap END`;
 
 /**
- * Whether an occurrence may run, decided in the claim's statement from its
- * schedule's row as it is then, whichever instance claims it: null for a
- * one-off task or an occurrence that may run, else why it is withdrawn
- * (WITHDRAWN, task-transitions.ts):
- * - its schedule is gone, paused, or its rule changed since it was planned
- *   (`schedule_generation`; null, planned before generations, passes);
- * - it is overdue by more than `overdueAfterMs` (occurrence-plan.ts), on its
- *   first attempt, at its own instant (not moved by a reschedule or a
- *   snooze), and its policy keeps fewer such occurrences than there are after
- *   it (planned rows, whatever their state: an occurrence the planner already
- *   counted as missed has none).
- * `t`: the task's alias; `now`, `overdueMs`: the statement's parameters.
+ * The claim statement's verdict on an occurrence, from its schedule's row as
+ * it is then: null (a one-off task, or it may run), else the WITHDRAWN reason:
+ * its schedule is gone, paused, or of another generation; or it is overdue
+ * by more than `overdueAfterMs`, on its first attempt, at its own instant, and
+ * its policy keeps fewer overdue occurrences than there are after it.
  */
 export function occurrenceVerdict(t: string, now: string, overdueMs: string): string {
   const overdueBefore = `(${now}::timestamptz - ${overdueMs}::float8 * interval '1 millisecond')`;
@@ -49,11 +35,9 @@ export function occurrenceVerdict(t: string, now: string, overdueMs: string): st
 }
 
 /**
- * Counts the occurrences a claim dropped by catch-up (rows of CTE
- * `withdrawn`) in `delay_schedule_missed`, appended: the claim holds task
- * locks, and waiting there on a schedule's row could deadlock with a pause
- * that holds the row and waits on those tasks. The planner folds the counts
- * into `delay_schedule.missed` (foldMissed).
+ * Appends the occurrences a claim dropped by catch-up to `delay_schedule_missed`
+ * rather than update the schedule's row: the claim holds task locks, and a
+ * pause holds that row while it waits on them (a deadlock). The planner folds them in.
  */
 export const countMissed = (
   withdrawn: string,
@@ -64,13 +48,11 @@ export const countMissed = (
        GROUP BY schedule_name`;
 
 /**
- * The **unplan** transition (see task-transitions.ts): the occurrences of
- * schedules `names` planned ahead, pending, not due by `now` and never
- * started, deleted in one statement. The caller holds the schedules' rows
- * (FOR UPDATE, in its transaction) and runs this as a statement of its own,
- * so its snapshot includes whatever a planner committed before the lock was
- * granted. A wheel still holding one finds no row when it fires, and lets it
- * go. Returns each schedule's earliest occurrence unplanned.
+ * **unplan**: deletes the occurrences of schedules `names` planned ahead
+ * (pending, not due by `now`, never started); returns each schedule's
+ * earliest. Precondition: the caller holds the schedules' rows FOR UPDATE and
+ * runs this as a statement of its own, so its snapshot includes what a
+ * planner committed before the lock. A wheel still holding one finds no row.
  */
 export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
   return sql.rows<{ schedule_name: string; first_at: Date }>(
@@ -84,12 +66,7 @@ export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
   );
 }
 
-/**
- * The **withdraw** transition, as a part of the claim statement: every row
- * of CTE `due` with a `withdrawn` reason (occurrenceVerdict, above)
- * is cancelled, not run, that reason its `last_error`. `now` is the claim
- * statement's parameter for the time.
- */
+/** **withdraw**, a CTE of the claim statement: each row of `due` with a `withdrawn` reason (occurrenceVerdict) is cancelled with it as `last_error`. */
 export const withdrawOccurrences = (due: string, now: string) => `UPDATE delayed_task t
        SET cancelled_at = ${now}, last_error = d.withdrawn, locked_by = NULL, updated_at = ${now}
        FROM ${due} d WHERE t.id = d.id AND d.withdrawn IS NOT NULL

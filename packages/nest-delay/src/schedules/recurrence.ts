@@ -5,16 +5,11 @@ import { DelayValidationError } from '../errors/delay-validation.error.js';
 export type RecurrenceSpec = { cron: string; timeZone: string } | { everyMs: number };
 
 /**
- * The occurrences of one schedule, from croner (cron expressions with
- * seconds, in any IANA time zone, DST handled: a time that does not exist on
- * the spring-forward day runs once at the first valid time after it; a time
- * that exists twice on the fall-back day runs once, at its first). An
- * interval recurs at multiples of itself since the epoch, so every instance
- * computes the same occurrences whenever it starts.
- *
- * The next occurrence is always computed from the previous occurrence,
- * never from the current time: an occurrence is the same instant whichever instance
- * computes it, and a late planner neither skips nor shifts one.
+ * The occurrences of one schedule: croner for cron (DST: a skipped time runs
+ * at the first valid time after it, a repeated one once), multiples of the
+ * interval since the epoch for `every`. Each is computed from the previous
+ * occurrence, never from now, so every instance computes the same instants
+ * and a late planner neither skips nor shifts one.
  */
 export class Recurrence {
   private readonly cron: Cron | undefined;
@@ -24,7 +19,6 @@ export class Recurrence {
       this.cron = new Cron(spec.cron, { timezone: spec.timeZone, paused: true, mode: 'auto' });
   }
 
-  /** Checks a spec; the errors name the field. */
   static of(spec: RecurrenceSpec, field = 'schedule'): Recurrence {
     if ('everyMs' in spec) {
       if (!Number.isSafeInteger(spec.everyMs) || spec.everyMs < 1000) {

@@ -6,12 +6,7 @@ import type { Sql } from '../store/sql.js';
 /** A schedule may be planned: not paused, not set aside after a failed plan (until `now`). */
 const PLANNABLE = `NOT paused AND (plan_retry_at IS NULL OR plan_retry_at <= $2)`;
 
-/**
- * Whether any schedule has an occurrence to plan before `horizon`, and
- * whether a schedule declared in code is declared by no live instance (to
- * be removed, see declaration-statements.ts): one statement, outside a
- * transaction, so a planner with nothing to do sends this alone every round.
- */
+/** Whether any schedule is due to plan, or undeclared: one statement, so a planner with nothing to do sends only this. */
 export async function planningDue(
   sql: Sql,
   horizon: Date,
@@ -26,12 +21,7 @@ export async function planningDue(
   return row;
 }
 
-/**
- * The schedules whose next occurrence comes before `horizon`, locked for
- * this planning transaction; another instance planning at the same moment
- * skips them (SKIP LOCKED), so each occurrence is planned once. Those set
- * aside after a failed plan wait for their `plan_retry_at`.
- */
+/** The schedules due to plan before `horizon`, locked SKIP LOCKED, so each occurrence is planned by one instance. */
 export function lockDueSchedules(sql: Sql, horizon: Date, now: Date, limit: number) {
   return sql.rows<ScheduleRow>(
     `SELECT * FROM delay_schedule
@@ -43,11 +33,7 @@ export function lockDueSchedules(sql: Sql, horizon: Date, now: Date, limit: numb
   );
 }
 
-/**
- * A schedule whose plan failed: set aside until `retryAt`, its error kept
- * (and shown by `list()`), so it neither blocks the page nor is tried again
- * every round.
- */
+/** A schedule whose plan failed is set aside until `retryAt`, its error kept, so it neither blocks the page nor costs every round. */
 export async function setAsideSchedule(
   sql: Sql,
   name: string,
@@ -63,11 +49,7 @@ export async function setAsideSchedule(
   );
 }
 
-/**
- * One task per planned occurrence, due at the occurrence; an occurrence
- * that already has its task (the unique index) is not inserted again.
- * Returns the ids inserted.
- */
+/** One task per occurrence; one that already has its task (the unique index) is not inserted again. */
 export async function insertOccurrences(
   sql: Sql,
   schedule: ScheduleRow,
@@ -98,10 +80,7 @@ export async function insertOccurrences(
   return rows.map((row) => row.id);
 }
 
-/**
- * Moves a schedule past what was just planned, clears a past plan failure,
- * and folds in the occurrences claims dropped by catch-up (countMissed).
- */
+/** Moves a schedule past what was just planned, clears a plan failure, and folds in the claims' missed counts. */
 export async function advanceSchedule(
   sql: Sql,
   name: string,
@@ -124,11 +103,9 @@ export async function advanceSchedule(
 }
 
 /**
- * With overlap 'skip': whether an earlier occurrence of the same schedule is
- * retrying (pending after a failed attempt) as this one comes due, in which
- * case this one is skipped. One that only waits its turn (a catch-up, or a
- * claim of it not yet committed) is not counted: its attempts are still 0
- * as any other transaction sees it.
+ * With overlap 'skip': whether an earlier occurrence is retrying (pending
+ * with attempts > 0). One that is only waiting to run (a catch-up, or an
+ * uncommitted claim of it) still shows 0 attempts to other transactions.
  */
 export async function earlierOccurrenceRetrying(
   sql: Sql,
@@ -136,9 +113,8 @@ export async function earlierOccurrenceRetrying(
   occurrenceAt: Date,
 ): Promise<boolean> {
   const [row] = await sql.rows<{ pending: boolean }>(
-    // The pending test is written so that it matches no partial index: with
-    // statistics older than the planned rows, Postgres would scan every pending
-    // task instead of this schedule's occurrences by delayed_task_occurrence_idx.
+    // The pending test matches no partial index: with stale statistics Postgres
+    // would scan every pending task instead of using delayed_task_occurrence_idx.
     `SELECT EXISTS (
        SELECT 1 FROM delayed_task t JOIN delay_schedule s ON s.name = t.schedule_name
        WHERE t.schedule_name = $1 AND t.occurrence_at < $2

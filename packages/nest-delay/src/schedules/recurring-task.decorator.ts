@@ -10,13 +10,10 @@ export interface RecurringMetadata {
 
 /**
  * Runs a provider method on a schedule, as `@Cron` does, with a delayed
- * task's guarantees: each occurrence is one task (type = `name`), planned by
- * whichever instance gets to it first and run once across all instances,
- * fired on time to the millisecond, its writes through `context.manager`
- * committed with it; retries, timeout and dead letter as for any task. The
- * method gets `(payload, context)`, with `context.occurrence` (its scheduled
- * time and the one before). Removing the decorator removes the schedule at
- * the next boot.
+ * task's guarantees: each occurrence is one task (type = `name`), run once
+ * across all instances, its writes through `context.manager` committed with
+ * it. `context.occurrence` has its instant and the one before. Removing the
+ * decorator removes the schedule at the next boot.
  *
  *     @RecurringTask('reports.daily', { cron: '0 8 * * *', timeZone: 'Europe/Berlin' })
  *     async dailyReport(_payload: null, { manager, occurrence }: TaskContext) { ... }

@@ -21,35 +21,25 @@ import type { DelayContext, LifecycleService } from '../context/delay-context.js
 import { PeriodicRound } from '../context/periodic-round.js';
 import { PLAN_RETRY_FIRST_MS, PLAN_RETRY_MAX_MS, SCHEDULES_PER_PLAN } from '../context/tuning.js';
 
-/**
- * How long a schedule whose plan failed `failures` times before (0 for its
- * first failure) is set aside: a minute, doubling, at most an hour. A rule
- * that cannot be planned (a row changed by hand, a zone the platform lost)
- * is tried again later without costing every planning round.
- */
+/** How long a schedule whose plan failed `failures` times before is set aside: a minute, doubling, at most an hour. */
 export function planRetryDelayMs(failures: number): number {
   return Math.min(PLAN_RETRY_MAX_MS, PLAN_RETRY_FIRST_MS * 2 ** Math.min(failures, 20));
 }
 
 /** What planning has done on this instance since it started. */
 export interface PlanningCounts {
-  /** Occurrences turned into tasks. */
+  /** Occurrences planned (inserted as tasks). */
   planned: number;
   /** Occurrences a catch-up policy dropped. */
   missed: number;
 }
 
 /**
- * Turns schedules into tasks: every heartbeat, each schedule whose next
- * occurrence falls within the window is locked (SKIP LOCKED: one instance
- * plans it, the others pass it by), its occurrences up to the window's
- * horizon become one task each, and its next occurrence moves past them, in
- * one transaction. From there an occurrence is a task like any other: the
- * loader leases it, the wheel fires it on time, the claim runs it once.
- * At start, the schedules declared in code are recorded as this
- * instance's declarations and written (a changed one replanned); a schedule
- * declared in code that no live instance declares any more is removed by
- * the next round of any instance.
+ * Plans schedules: every heartbeat, each schedule with an occurrence within
+ * the window is locked, its occurrences up to the horizon inserted as tasks
+ * and its next occurrence moved past them, in one transaction. At start it
+ * records and writes this instance's declarations; a schedule no live
+ * instance declares is removed by any instance's next round.
  */
 export class SchedulePlanner implements LifecycleService {
   private readonly rounds: PeriodicRound;
@@ -91,17 +81,14 @@ export class SchedulePlanner implements LifecycleService {
     await this.rounds.stop();
   }
 
-  /** One planning round now (joins one under way). */
   runNow(): Promise<void> {
     return this.rounds.runNow();
   }
 
   /**
-   * Records what this instance declares, and writes it: when two live
-   * instances declare one name with different rules, the newest boot's rule
-   * wins (the others are warned about here). Nothing is removed here: a
-   * schedule this code does not declare may be another live instance's
-   * (another service, or the other version in a rolling deploy).
+   * Records and writes what this instance declares (on a conflict the newest
+   * boot's rule wins). Removes nothing: a schedule this code does not declare
+   * may be another live instance's.
    */
   private async reconcile(): Promise<void> {
     const { db, clock, logger, options } = this.ctx;
@@ -157,11 +144,9 @@ export class SchedulePlanner implements LifecycleService {
       inserted += planned;
       if (!full) break;
     }
-    // Leased into a wheel at once, rather than at the next heartbeat.
     if (inserted > 0) await this.loader.refresh();
   }
 
-  /** One transaction: up to a page of due schedules planned. */
   private planPage(): Promise<{ planned: number; full: boolean }> {
     const { db, clock, policy, options, logger } = this.ctx;
     return db.transaction(async (sql) => {
@@ -179,7 +164,7 @@ export class SchedulePlanner implements LifecycleService {
         try {
           plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), overdueAfterMs(options.leaseMs));
         } catch (error) {
-          // Set aside, not skipped: the next page does not find it again, so a page of them ends.
+          // Set aside, not skipped, so the next page does not find it again.
           const retryAt = new Date(nowMs + planRetryDelayMs(row.plan_failures));
           logger.error(
             `Schedule ${row.name} cannot be planned, set aside until ${retryAt.toISOString()}: ${errorText(error)}`,

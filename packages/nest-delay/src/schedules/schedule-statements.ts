@@ -43,13 +43,10 @@ export interface ScheduleSpec {
 }
 
 /**
- * Every change below first locks the schedule's row (FOR UPDATE), then
- * unplans in a statement of its own, in one transaction: a planner planning
- * it holds the row, so the change waits for the planner to commit, and the
- * unplan's snapshot, taken after, sees every occurrence it planned. (One
- * statement would read with a snapshot from before the wait, and leave the
- * planner's occurrences to fire while paused, after removal, or beside the
- * new rule.)
+ * Every change below locks the schedule's row first, then unplans in a
+ * statement of its own: it waits for a planner holding the row to commit,
+ * and the unplan's later snapshot sees what that planner inserted (one
+ * statement's snapshot, from before the wait, would miss it).
  */
 const lockSchedules = (sql: Sql, names: string[]) =>
   sql.rows<{ name: string }>(
@@ -58,11 +55,9 @@ const lockSchedules = (sql: Sql, names: string[]) =>
   );
 
 /**
- * Creates or updates a schedule. A new one, or one whose rule, type,
- * payload or policies changed, starts at `nextAt` (its first occurrence
- * from now), under a new generation, with what was planned of the old rule
- * unplanned; an unchanged one keeps its place. Returns whether it was
- * created or changed.
+ * Creates or updates a schedule; a new or changed one starts at `nextAt`
+ * under a new generation, the old rule's occurrences unplanned, and an
+ * unchanged one keeps its place. Returns whether it was created or changed.
  */
 export function upsertSchedule(
   db: Database,
@@ -111,11 +106,7 @@ export function upsertSchedule(
   });
 }
 
-/**
- * Removes schedules, with their occurrences planned ahead, in one
- * transaction; every instance stops planning them at once, since planning
- * reads the table. Returns the names removed.
- */
+/** Removes schedules with their occurrences planned ahead, in one transaction; returns the names removed. */
 export function removeSchedules(db: Database, names: string[], now: Date): Promise<string[]> {
   return db.transaction(async (sql) => {
     const locked = (await lockSchedules(sql, names)).map((row) => row.name);
@@ -137,12 +128,7 @@ export async function removeLocked(sql: Sql, names: string[], now: Date): Promis
   return rows.map((row) => row.name);
 }
 
-/**
- * Pauses a schedule: nothing more is planned, and what was planned ahead
- * is unplanned, its next occurrence set back to the earliest unplanned one
- * so that resuming (with its catch-up policy) accounts for each. Undefined
- * when there is no such schedule.
- */
+/** Pauses a schedule, unplanning what was planned ahead and setting `next_at` back to the earliest, so resuming accounts for each; undefined if none. */
 export function pauseSchedule(
   db: Database,
   name: string,
@@ -181,11 +167,7 @@ export interface ScheduleListRow extends ScheduleRow {
   missed_total: string;
 }
 
-/**
- * Every schedule by name (or the one named `name`: what `upsert` and `get`
- * return, without listing all), with the latest occurrence that came due
- * and its outcome, and the earliest planned one still to come.
- */
+/** Every schedule (or the one named `name`), with its latest occurrence that came due, its outcome, and the earliest planned one to come. */
 export function listSchedules(sql: Sql, now: Date, name: string | null = null) {
   return sql.rows<ScheduleListRow>(
     `SELECT s.*, t.id AS last_task_id, t.occurrence_at AS last_occurrence_at, t.last_error,

@@ -22,23 +22,13 @@ import type {
   ReplaceAction,
 } from './task-transitions.js';
 
-/**
- * The statements of the callers' actions on one task (decisions in
- * task-transitions.ts): a keyed schedule's replace and debounce, and
- * DelayService's cancel, reschedule and revive.
- */
-
 // ---------------------------------------------------------------- a keyed schedule
 
 /**
- * One keyed task in one statement, whatever its key finds: a new task, or,
- * when a pending task already holds the key, `onKey`: `keep` (the no-op SET
- * only makes Postgres return and lock the row), replace or debounce (see
- * task-transitions.ts). Postgres decides insert-or-update atomically, so a
- * task that finishes meanwhile cannot make this fail or loop. `inserted`
- * (xmax is 0 only for a row this statement inserted) tells a new task from
- * a key's existing one, for the observer's "scheduled". A replace takes the
- * new caller's `traceContext`.
+ * One keyed task in one statement: a new task, or `onKey` on the pending
+ * task holding the key (`keep`'s no-op SET only returns and locks the row).
+ * Insert-or-update is atomic, so a task finishing meanwhile cannot make it
+ * fail or loop; `inserted` (xmax = 0) tells a new task from an existing one.
  */
 export async function insertTask(
   sql: Sql,
@@ -66,7 +56,6 @@ export async function insertTask(
      VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
      ON CONFLICT (key) WHERE key IS NOT NULL AND ${PENDING} DO UPDATE SET ${set}
      RETURNING *, (xmax = 0) AS inserted`;
-  // With an entity, the event in the same statement: a new task, or the one its key moved.
   const moved: TaskEventName | null =
     onKey === 'keep' ? null : onKey.transition === 'replace' ? 'replaced' : 'debounced';
   const [row] = await sql.rows<InsertedRow>(
@@ -98,11 +87,7 @@ export async function insertTask(
   return row;
 }
 
-/**
- * A debounced task's new due time: the request's (EXCLUDED, already capped
- * by maxWait from now), but never past maxWait ($12 ms) after the pending
- * task's first request, its `created_at`, which no update changes.
- */
+/** A debounced task's due time: the request's, never past maxWait ($12 ms) after its `created_at`, which no update changes. */
 const DEBOUNCED_DUE = `least(EXCLUDED.due_at, delayed_task.created_at + $12::bigint * interval '1 millisecond')`;
 
 // ---------------------------------------------------------------- the service's actions
@@ -124,13 +109,10 @@ export function actedRow(
 }
 
 /**
- * Acts on the one task a ref names, in one statement: locks it, applies
- * `update` when `fits` holds, and returns the row either way with `changed`,
- * so "no such task" (no row) and "not in a state for that" (changed = false)
- * come back from the same round trip, with no window between a check and the
- * write. `target` returns the row as locked (after any transaction that held
- * it), not as the statement's snapshot saw it. `update` and `fits` use the
- * alias `t`; parameters from $3 on.
+ * Acts on the task a ref names in one statement: locks it, applies `update`
+ * if `fits` (on the row as locked, not as the snapshot saw it), and returns
+ * it with `changed`, so "not found" and "wrong state" need no separate check.
+ * Alias `t`; parameters from $3 on.
  */
 function actOnTask(update: string, fits: string, event: EventFields): string {
   return `
@@ -150,10 +132,7 @@ function actOnTask(update: string, fits: string, event: EventFields): string {
     SELECT *, false FROM target WHERE NOT EXISTS (SELECT 1 FROM acted)`;
 }
 
-/**
- * A moved task's lease ($4), only if its type is one handled here ($6): a
- * task of another type leased here would be held nowhere (issue 45).
- */
+/** A moved task's lease ($4), only for a type handled here ($6): another would be held nowhere. */
 const LEASED_IF_HANDLED = `CASE WHEN t.type = ANY($6::text[]) THEN $4::text END`;
 
 /** cancel: a pending task stops being pending (see task-transitions.ts). */

@@ -4,12 +4,7 @@ import { keyHolders, type BulkRow } from './insert-statements.js';
 import type { NormalizedRequest } from './schedule-request.js';
 import type { WindowPolicy } from './window-policy.js';
 
-// scheduleMany's rows and results, from what its INSERT returned.
-
-/**
- * The rows of an unkeyed bulk insert, from its ids (one per request, in
- * order): leased to `lockedBy` when due within the window.
- */
+/** scheduleMany's rows of an unkeyed insert, from its ids (one per request, in order). */
 export function unkeyedBulkRows(
   ids: TaskId[],
   reqs: NormalizedRequest[],
@@ -43,7 +38,6 @@ export async function bulkResults(
     key: row.key,
     dueAt: row.due_at,
   });
-  // Every unkeyed request has its row, at its own position.
   if (unkeyed) return rows.map(scheduled);
   const byPosition = new Map(rows.map((row) => [row.n - 1, row]));
   const missingKeys = reqs.filter((req, i) => !byPosition.has(i)).map((req) => req.key as string);
@@ -53,7 +47,6 @@ export async function bulkResults(
     const row = byPosition.get(i);
     if (row) return scheduled(row);
     const key = req.key as string;
-    // Only a keyed request can be left out, and its key has a task: the one it collided with.
     const id = holderOf.get(key) as TaskId;
     return { status: 'duplicate', id, key };
   });

@@ -7,23 +7,13 @@ import { named, recordEvents } from './task-events.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
 /**
- * The statements of the entity transitions (decisions in task-transitions.ts):
- * each acts on all of one entity's pending tasks in one statement.
- *
- * Both lock their tasks FOR UPDATE in id order and wait, rather than SKIP
- * LOCKED: a row is locked by a claim running its handler, by a loader or a
- * takeover leasing it for a moment, or by another caller's transaction. With
- * SKIP LOCKED, a task whose attempt then fails (pending again, retrying) or
- * that was only being leased would be silently left out of an action meant
- * for all of the entity's tasks. Waiting, Postgres re-reads each row once
- * its lock is granted (READ COMMITTED): a task that completed meanwhile is no
- * longer pending and is left out, one pending again is acted on. Id order
- * makes two entity actions on one entity queue instead of deadlocking; a
- * claim never waits for a task's lock (SKIP LOCKED), so it cannot deadlock
- * with them. The wait is at most the running handler's timeout and grace.
- *
- * `scope` uses the entity index (delayed_task_entity_idx); `$1` entity, `$2`
- * types or null.
+ * The entity transitions, each on all of one entity's pending tasks in one
+ * statement. They lock FOR UPDATE in id order and wait rather than SKIP
+ * LOCKED, which would silently leave out a task a claim is running (and may
+ * retry) or a loader is leasing; once granted, READ COMMITTED re-reads the
+ * row, so a task completed meanwhile is left out. Id order queues two actions
+ * on one entity instead of deadlocking; claims never wait for a row lock. The
+ * wait is at most a handler's timeout and grace. `$1` entity, `$2` types or null.
  */
 const TARGET = `
     target AS (
@@ -68,7 +58,7 @@ export function rescheduleEntityTasks(
   now: Date,
 ): Promise<TaskRow[]> {
   return sql.rows<TaskRow>(
-    // Computed on t, the row version the lock was granted on, not the snapshot's.
+    // On t: the row version the lock was granted on, not the snapshot's.
     `WITH ${TARGET}, acted AS (
        UPDATE delayed_task t
        SET due_at = ${NEW_DUE},

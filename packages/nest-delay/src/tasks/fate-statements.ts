@@ -5,17 +5,9 @@ import { named, recordEvents, traceIdOf, type EventFields } from './task-events.
 import type { Charge, Discard, Exhaust, Fate, Retry, Skip, Snooze } from './task-transitions.js';
 
 /**
- * The statements of a claimed attempt's fate and of a charge for a cut-off
- * attempt (decisions in task-transitions.ts). The claim's own statement,
- * which also clears `interrupted_at`, is claimTasks (claim/claim-statements.ts).
- */
-
-/**
- * Writes a claimed attempt's fate, inside the claim transaction (after the
- * task's savepoint was rolled back, if it failed). `complete` writes
- * nothing: the claim's `executed_at` commits with the handler's effects.
- * Returns a promise only when there is something to write, so the common
- * case costs no microtask.
+ * Writes a claimed attempt's fate in the claim transaction (after its
+ * savepoint's rollback, if it failed). `complete` writes nothing and returns
+ * no promise, so the common case costs no microtask.
  */
 export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | undefined {
   switch (fate.transition) {
@@ -34,15 +26,10 @@ export function writeFate(sql: Sql, fate: Fate, now: Date): Promise<unknown> | u
 }
 
 /**
- * Charges cut-off attempts (see `charge` in task-transitions.ts): the retry
- * or dead-letter statement, with the charged count and the flag. Applied
- * only if the row still has the attempts the charge was decided from, and
- * is pending: a task that ran elsewhere meanwhile is not charged. `noteId`:
- * the attempt note this charge accounts for (a claim cut off after a
- * handler's timeout), deleted in the same statement if the charge applied,
- * else kept, orphaned, for the task's next claim to charge; notes a claim
- * finds orphaned are trimmed by takeOrphanedNotes instead. Returns whether
- * it was charged.
+ * Writes a charge, only if the row is pending with the attempts it was
+ * decided from (a task that ran elsewhere meanwhile is not charged). The
+ * attempt note `noteId` is deleted in the same statement if it applied, else
+ * kept, orphaned, for the task's next claim. Returns whether it applied.
  */
 export function writeCharge(
   sql: Sql,
@@ -56,17 +43,13 @@ export function writeCharge(
     : writeDeadLetter(sql, change, change.attempts, now, charged);
 }
 
-/** What a charge adds to a retry or a dead-letter: the attempts it was decided from, and its note. */
+/** What a charge adds to a retry or a dead-letter: the attempts it was decided from, and its attempt note. */
 interface Charged {
   fromAttempts: number;
   noteId: string | null;
 }
 
-/**
- * retry: pending again at its due time, with its error and `attempts`. From
- * a claim (`charged` absent: the row as claimed, locked by the claim) or a
- * charge. Returns whether it was written.
- */
+/** retry, from a claim (`charged` absent: the row is locked by the claim) or a charge; returns whether it was written. */
 async function writeRetry(
   sql: Sql,
   retry: Retry,
@@ -110,10 +93,7 @@ async function writeRetry(
   return rows.length > 0;
 }
 
-/**
- * exhaust, discard: dead-lettered, kept, marked and visible, never deleted:
- * for inspection and a revive. From a claim or a charge, as writeRetry.
- */
+/** exhaust, discard: dead-lettered, kept for inspection and a revive; from a claim or a charge, as writeRetry. */
 async function writeDeadLetter(
   sql: Sql,
   fate: Discard | Exhaust,
@@ -175,11 +155,7 @@ function writeSnooze(sql: Sql, fate: Snooze, now: Date): Promise<unknown> {
   );
 }
 
-/**
- * The event CTE (with its leading comma) of a fate or charge of `row`, for
- * a statement whose CTE `written` returns the row: empty when the task has
- * no entity, so a task without one pays nothing for the history.
- */
+/** The event CTE over `written` (with its leading comma); empty without an entity, so such a task pays nothing for history. */
 function eventOf(row: TaskRow, fields: EventFields): string {
   return row.entity == null ? '' : `, event AS (${recordEvents('written', fields)})`;
 }

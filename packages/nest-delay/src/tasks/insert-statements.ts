@@ -16,14 +16,9 @@ const scheduledEvent = (rows: string, now: string) =>
     traceId: traceIdOf('trace_context'),
   });
 
-// Creating tasks. A keyed schedule that may replace a task is insertTask,
-// in action-statements.ts with the replace transition it may be.
+// A keyed schedule is insertTask, in action-statements.ts beside the replace it may be.
 
-/**
- * A task with no key has nothing to collide with: a plain INSERT, without
- * the speculative insertion ON CONFLICT costs even when the key is null, and
- * only the new id comes back (the caller knows every other column it wrote).
- */
+/** No key, nothing to collide with: a plain INSERT spares the speculative insertion ON CONFLICT costs even for a null key. */
 export async function insertUnkeyedTask(
   sql: Sql,
   req: NormalizedRequest,
@@ -33,7 +28,6 @@ export async function insertUnkeyedTask(
 ): Promise<TaskId> {
   const insert = `INSERT INTO delayed_task (type, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      VALUES ($1, $2::jsonb, $3, $4, $5::text, $6, $6, $7::jsonb, $8)`;
-  // A task with an entity records its event in the same statement; one without keeps the plain INSERT.
   const [row] = await sql.rows<{ id: TaskId }>(
     req.entity === null
       ? `${insert} RETURNING id`
@@ -96,13 +90,9 @@ export interface BulkRow {
 }
 
 /**
- * Many tasks in one statement (arrays zipped by unnest). A key that is already
- * pending, or repeated within the batch, keeps its first task: those requests
- * return no row. Only tasks due before `horizon` are leased to `lockedBy`;
- * the rest wait for a loader. Every row takes the caller's `traceContext`.
- *
- * Each returned row names its request: a keyed row by its key (unique among
- * the inserted), an unkeyed one by rank, since the rows are inserted in
+ * Many tasks in one statement. A key already pending or repeated in the
+ * batch keeps its first task (those requests return no row). Each row names
+ * its request: by key, or, unkeyed, by rank, since rows are inserted in
  * request order and draw their ids from the sequence in that order.
  */
 export function insertTasks(
@@ -149,15 +139,9 @@ export function insertTasks(
 }
 
 /**
- * Many tasks, none with a key: one plain multi-row INSERT, returning only
- * ids, in request order. The rows are inserted in request order (ORDER BY n)
- * and draw their ids from the sequence in that order, so sorting the ids
- * restores it; only tasks due before `horizon` are leased to `lockedBy`.
- *
- * The encoding spares the client work per row: due times travel as epoch
- * milliseconds (a number, where a Date is formatted field by field), and a
- * type, maxAttempts or entity every request shares travels once (an array of
- * one, read for every row).
+ * Many unkeyed tasks in one INSERT; sorting the returned ids restores request
+ * order (as above). Due times travel as epoch ms and a value every request
+ * shares travels once: less client work per row than Dates.
  */
 export async function insertUnkeyedTasks(
   sql: Sql,

@@ -1,5 +1,7 @@
 import { tryParseDuration, type Duration } from '../duration.js';
 import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import type { HandlerRegistry } from '../handler-registry.js';
 import type { ScheduleRequest } from '../task.types.js';
 
 /** A ScheduleRequest checked and reduced to what the INSERT needs. */
@@ -190,4 +192,29 @@ function checkMaxWait(ifExists: string, maxWait: unknown, key: unknown): number 
     );
   }
   return ms;
+}
+
+/** normalizeScheduleRequest for a type with a handler here (unless `allowUnknownTypes`); `prefix` names a bulk call's request in errors (`requests[3].`). */
+export function normalizeRegistered(
+  request: ScheduleRequest<unknown>,
+  nowMs: number,
+  registry: HandlerRegistry,
+  allowUnknownTypes: boolean,
+  prefix = '',
+): NormalizedRequest {
+  try {
+    const req = normalizeScheduleRequest(request, nowMs, (type) => registry.maxAttemptsOf(type));
+    if (!allowUnknownTypes && !registry.has(req.type)) {
+      throw new UnknownTaskTypeError(req.type, registry.types());
+    }
+    return req;
+  } catch (error) {
+    if (prefix && error instanceof DelayValidationError) {
+      throw new DelayValidationError(
+        prefix + error.field,
+        error.message.slice(error.field.length + 1),
+      );
+    }
+    throw error;
+  }
 }

@@ -1,11 +1,8 @@
 /**
- * The history of tasks that have an entity (`delay_task_event`, read by
- * DelayAdmin.timeline). Each transition's statement records its own event
- * with this CTE body, so the event commits or rolls back with the change;
- * rows without an entity record nothing.
+ * The history of tasks with an entity (`delay_task_event`): each transition's
+ * statement records its event with this CTE, so it commits or rolls back
+ * with the change; rows without an entity record nothing.
  */
-
-/** What an event is called in the history and the timeline. */
 export type TaskEventName =
   | 'scheduled'
   | 'replaced'
@@ -47,7 +44,6 @@ export function recordEvents(rows: string, f: EventFields): string {
 export const traceIdOf = (traceContext: string) =>
   `nullif(split_part(${traceContext}->>'traceparent', '-', 2), '')`;
 
-/** An event's literal name, for `EventFields.event`. */
 export const named = (event: TaskEventName) => `'${event}'`;
 
 /** The claim's event: an attempt of each claimed task with an entity started, on `instance`. */

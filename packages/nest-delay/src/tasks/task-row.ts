@@ -32,7 +32,6 @@ export interface ClaimRow extends TaskRow {
   overlap: 'allow' | 'skip' | null;
 }
 
-/** Just what the wheel needs to hold a task. */
 export interface DueRow {
   id: TaskId;
   due_at: Date;
@@ -51,7 +50,6 @@ export function toTask<P>(row: TaskRow): DelayedTask<P> {
     id: row.id,
     type: row.type,
     key: row.key,
-    // Rows read before the column existed (a claim's own projection lists it too).
     entity: row.entity ?? null,
     payload: row.payload as P,
     dueAt: row.due_at,

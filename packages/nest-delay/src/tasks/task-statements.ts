@@ -3,8 +3,6 @@ import { PENDING } from './pending.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 
-// Reads of tasks. Every write is a transition (task-transitions.ts), each in its own statement file.
-
 /** $1 id or null, $2 key or null. By key: the pending task holding it, else its latest. */
 export const REF_MATCH = `(($1::bigint IS NOT NULL AND id = $1::bigint) OR ($1::bigint IS NULL AND key = $2::text))`;
 
@@ -12,7 +10,6 @@ export function refParams(ref: TaskRef): [TaskId | null, string | null] {
   return 'id' in ref ? [ref.id, null] : [null, ref.key];
 }
 
-/** The task with this id, or the pending (else latest) task with this key. */
 export async function getTask(sql: Sql, ref: TaskRef): Promise<TaskRow | undefined> {
   const [row] = await sql.rows<TaskRow>(
     `SELECT * FROM delayed_task WHERE ${REF_MATCH} ORDER BY (${PENDING}) DESC, id DESC LIMIT 1`,
@@ -42,11 +39,7 @@ const STATE_TEST = {
   dead: 'dead_at IS NOT NULL',
 } as const;
 
-/**
- * Tasks matching a filter, in due order, at most `limit`. Every filter is a
- * parameter whose null disables it, so the statement text is fixed but for
- * the state test, which is picked from a fixed set (never built from input).
- */
+/** Tasks matching a filter, in due order: each filter a parameter whose null disables it; the state test comes from a fixed set. */
 export function findTasks(sql: Sql, filter: TaskFilter, limit: number) {
   const state = filter.state ? STATE_TEST[filter.state] : 'true';
   return sql.rows<TaskRow>(

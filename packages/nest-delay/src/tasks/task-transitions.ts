@@ -4,19 +4,12 @@ import type { WindowPolicy } from './window-policy.js';
 import type { TaskRow } from './task-row.js';
 
 /**
- * Every change of a `delayed_task` row, decided here and nowhere else
- * (docs/how-it-works.md, "State transitions", has the table). A decision is
- * pure: the row as the claim or the caller read it, the time and the window
- * policy in, the row's new state out, `locked_by` included; one statement per
- * transition writes it (the *-statements.ts files beside this one).
- *
- * `interrupted_at` (its last attempt was cut off: it may only run alone) is
- * set by a charge and cleared by the claim alone: a task keeps the flag,
- * through a replace or a revive too, until an attempt of it runs.
- *
- * `attempts` counts the attempts started, the current one included (a claim
- * counts it as it sets `executed_at`). The one rule for "may it run again"
- * is `hasAttemptsLeft`.
+ * Every change of a `delayed_task` row, decided here and nowhere else: pure
+ * decisions (row, time and window policy in; new state, `locked_by`
+ * included, out), each written by one statement in the *-statements.ts
+ * files. Invariants: `interrupted_at` (the last attempt was cut off: run
+ * alone) is set by a charge and cleared only by the claim; `attempts` counts
+ * the attempts started, the current one included.
  */
 
 /** What the decisions need beyond the row and the time. */
@@ -32,11 +25,9 @@ export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>)
 }
 
 /**
- * Who holds a task that is pending again: the one rule is WindowPolicy.leaseOnWrite.
- * Give the task's `type` whenever it is known: a task of a type not handled
- * here must never be leased here, since no wheel here holds it (firing/holds.ts).
- * Where only the statement reads the type (a move by ref or by entity), the
- * action carries `handledTypes` and the statement leases those alone.
+ * Who holds a task that is pending again (WindowPolicy.leaseOnWrite). Pass
+ * `type` whenever it is known: a type not handled here must never be leased
+ * here; where only the statement reads it, the action carries `handledTypes`.
  */
 export function leaseFor(
   policy: WindowPolicy,
@@ -69,7 +60,7 @@ export interface Retry extends FateOf {
   readonly dueAtMs: number;
   readonly lockedBy: string | null;
   readonly error: string;
-  /** The thrown error's stack, for the log line only (last_error keeps the message). */
+  /** The thrown error's stack, for the log only (last_error keeps the message). */
   readonly stack?: string;
 }
 
@@ -92,14 +83,11 @@ export interface Exhaust extends FateOf {
   readonly transition: 'exhaust';
   readonly reason: string;
   readonly attempts: number;
-  /** The thrown error's stack, for the log line only. */
+  /** The thrown error's stack, for the log only. */
   readonly stack?: string;
 }
 
-/**
- * An occurrence of a schedule with overlap 'skip' that came due while an
- * earlier one is still retrying: cancelled without running.
- */
+/** An occurrence (overlap 'skip') due while an earlier one is retrying: cancelled without running. */
 export interface Skip extends FateOf {
   readonly transition: 'skip';
   readonly reason: string;
@@ -167,11 +155,9 @@ export type Charge = (Retry | Exhaust) & {
 };
 
 /**
- * Charges `times` cut-off attempts that never committed (their claims rolled
- * back, so their count went with them): `row` is the task as it is now, not
- * counting them. Out of attempts, it is exhausted; else pending again at
- * `retryAtMs`, flagged (`interrupted_at`) to run alone next time, so that if
- * it kills its process again no batch-mate is charged with it.
+ * Charges `times` cut-off attempts (their claims rolled back with their
+ * count) to `row` as it is now: exhausted, or pending at `retryAtMs` flagged
+ * to run alone, so if it kills its process again no batch-mate is charged.
  */
 export function charge(
   row: TaskRow,
@@ -197,19 +183,14 @@ export function charge(
   };
 }
 
-/** The last error of a task charged by a dead attempt note. */
+/** The last error of a task charged by an orphaned attempt note. */
 export function noteChargeReason(attempt: number, instanceId: string): string {
   return `attempt ${attempt} was cut off: instance ${instanceId} stopped or died while running it`;
 }
 
 // ---------------------------------------------------------------- a keyed schedule
 
-/**
- * **replace** (`ifExists: 'replace'`): the pending task holding the key
- * becomes the request (type, payload, due time, max attempts, trace context,
- * entity), its attempts start over and its last error goes. Leased as a new
- * task of that due time would be, so insertTask writes one lease either way.
- */
+/** **replace**: the pending task holding the key becomes the request, attempts 0, no last error; leased as a new task would be. */
 export interface ReplaceAction {
   readonly transition: 'replace';
   readonly dueAtMs: number;
@@ -233,12 +214,9 @@ export function replace(
 }
 
 /**
- * **debounce** (`ifExists: 'debounce'`): as a replace, but due at the
- * request's time or `maxWaitMs` after the task's first request (its
- * `created_at`), whichever is earlier: pushed back by every request, never
- * past the maximum wait. The statement computes that time, and the lease
- * (`lockedBy` if before `horizonMs`), from the row as locked, so it holds
- * whatever races it.
+ * **debounce**: as a replace, due at the request's time but never past
+ * `maxWaitMs` after the task's `created_at`. The statement computes the time
+ * and lease from the row as locked, so it holds whatever races it.
  */
 export interface DebounceAction {
   readonly transition: 'debounce';
@@ -283,11 +261,7 @@ export function keyAction(
 
 // ---------------------------------------------------------------- the service's actions
 
-/**
- * A change DelayService asks for by ref; its statement applies it only if
- * the task is in the state it fits (pending; dead for a revive), in the same
- * statement that finds the task, so no check can go stale before the write.
- */
+/** A change by ref; its statement checks the state it fits (pending; dead for a revive) as it writes, so no check goes stale. */
 export interface CancelAction {
   readonly transition: 'cancel';
   readonly lockedBy: null;
@@ -301,12 +275,10 @@ export interface MoveAction {
   readonly handledTypes: readonly string[];
 }
 
-/** A pending task stops being pending; it leaves every wheel. */
 export function cancel(): CancelAction {
   return { transition: 'cancel', lockedBy: null };
 }
 
-/** A pending task moves to `dueAtMs`. */
 export function reschedule(
   dueAtMs: number,
   nowMs: number,
@@ -337,12 +309,7 @@ export function revive(
 
 // ---------------------------------------------------------------- an entity's tasks
 
-/**
- * **cancel-entity**: every pending task of an entity (of the given types, if
- * any) stops being pending and leaves every wheel. A task running now is
- * waited for, and cancelled only if it is pending again after (a retry or a
- * snooze); entity-statements.ts says how.
- */
+/** **cancel-entity**: every pending task of an entity (of the given types); a running one is waited for (entity-statements.ts). */
 export interface CancelEntityAction {
   readonly transition: 'cancel-entity';
   readonly lockedBy: null;
@@ -352,12 +319,7 @@ export function cancelEntity(): CancelEntityAction {
   return { transition: 'cancel-entity', lockedBy: null };
 }
 
-/**
- * **reschedule-entity**: every pending task of an entity (of the given types)
- * moves by `byMs` from its own due time, or to `toMs`. As a bulk insert does,
- * the statement leases each to `lockedBy` when its new due time falls before
- * `horizonMs`.
- */
+/** **reschedule-entity**: each moves by `byMs` from its own due time, or to `toMs`; leased to `lockedBy` if then before `horizonMs`. */
 export interface RescheduleEntityAction {
   readonly transition: 'reschedule-entity';
   readonly byMs: number | null;
@@ -388,12 +350,10 @@ export function rescheduleEntity(
 // ---------------------------------------------------------------- a schedule's occurrences
 
 /**
- * **unplan**: the occurrences of a schedule planned ahead (pending, not yet
- * due, never started) are deleted, not cancelled, so that replanning may
- * insert those instants again (one task per occurrence, ever, is the unique
- * index's promise). **withdraw**: at its claim, an occurrence that must not
- * run is cancelled instead, `last_error` saying why (one of the reasons
- * below). Both statements are in schedules/occurrence-statements.ts.
+ * **unplan** deletes occurrences planned ahead rather than cancel them, so
+ * replanning may insert those instants again (the unique index allows one
+ * task per occurrence, ever). **withdraw** cancels one at its claim, with
+ * one of these reasons (schedules/occurrence-statements.ts).
  */
 export const WITHDRAWN = {
   removed: 'withdrawn: its schedule was removed',

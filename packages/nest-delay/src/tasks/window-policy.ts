@@ -1,14 +1,12 @@
 import type { ResolvedDelayOptions } from '../delay.options.js';
 
 /**
- * The one home of the window and lease rule: an instance holds in its wheel
- * the pending tasks leased to it (`locked_by` = its id), and it leases only
- * tasks due before its horizon (now + window). Everything later stays in
- * Postgres alone, for whichever instance's window reaches it.
+ * The one home of the window and lease rule: an instance holds the pending
+ * tasks leased to it, and leases only tasks due before now + window, of the
+ * types it handles.
  */
 export class WindowPolicy {
   private running = false;
-  /** The task types this instance has handlers for: the only ones it leases, fires and claims. */
   private handled: readonly string[] = [];
   private handledSet = new Set<string>();
 
@@ -23,17 +21,12 @@ export class WindowPolicy {
     return this.running;
   }
 
-  /** Set by the runtime once every handler is registered. */
   setHandledTypes(types: readonly string[]): void {
     this.handled = [...types];
     this.handledSet = new Set(types);
   }
 
-  /**
-   * The types this instance runs. It leases, fires and claims no other: in
-   * a database shared by services (or versions) with different handlers, a
-   * task waits for an instance that can run it, never dead-lettered here.
-   */
+  /** The only types this instance leases, fires and claims: in a database shared by services with different handlers, a task waits for one that runs it. */
   get handledTypes(): readonly string[] {
     return this.handled;
   }
@@ -52,11 +45,10 @@ export class WindowPolicy {
   }
 
   /**
-   * Who holds a task this instance is writing: itself when it runs and the
-   * task is due within its window. Written in a caller's transaction, nobody:
-   * if that transaction commits after the task falls due, a loader must still
-   * find it, and a loader only takes unleased tasks. Nor of a `type` it
-   * has no handler for: an instance that has one leases it.
+   * Who holds a task this instance writes: itself if running, the task is due
+   * within the window and of a type it handles. Never in a caller's
+   * transaction: it may commit after the task falls due, and only an unleased
+   * task is found by a loader.
    */
   leaseOnWrite(
     dueAtMs: number,

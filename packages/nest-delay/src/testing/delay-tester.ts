@@ -25,19 +25,12 @@ export interface ScheduledFilter extends Omit<TaskFilter, 'state'> {
 /** How `advance` and `advanceTo` treat recurring schedules, and their cap. */
 export interface AdvanceOptions {
   /**
-   * `true` (default): every occurrence in the span runs, one after another.
-   * `false`: the schedules are left out of this move, as if paused for its
-   * span: none of their occurrences runs, only one-off tasks (and retries).
-   * They are resumed at the end; what they missed then follows each one's
-   * catch-up policy at the next `advance` or `runDue` that includes them.
+   * `true` (default): every occurrence in the span runs. `false`: the
+   * schedules are paused for the move and resumed at its end, and what they
+   * missed follows their catch-up policy at the next move that includes them.
    */
   schedules?: boolean;
-  /**
-   * Instants the move may stop at (default 1,000): beyond them it throws,
-   * naming what stepped the clock most (a schedule, a task type that keeps
-   * falling due again, tasks that waited for a limit) and what to do about
-   * it, instead of running on past the test runner's timeout.
-   */
+  /** Instants the move may stop at (default 1,000); beyond, it throws naming what stepped the clock most, rather than outrun the test's timeout. */
   maxSteps?: number;
 }
 
@@ -56,11 +49,9 @@ export function useManualClock(
 }
 
 /**
- * Drives and inspects the delay module of a Nest app under test, as
- * Oban.Testing and rivertest do: move time and see what ran, assert what is
- * scheduled, run one handler on a payload. Get one with
- * `DelayTester.for(app)` after `app.init()`; the app's clock must be a
- * ManualClock (see useManualClock) for `advance`.
+ * Drives and inspects the delay module of a Nest app under test: move time
+ * and see what ran, assert what is scheduled, run one handler on a payload.
+ * `DelayTester.for(app)` after `app.init()`; `advance` needs useManualClock.
  */
 export class DelayTester {
   private constructor(
@@ -95,13 +86,10 @@ export class DelayTester {
   }
 
   /**
-   * Moves time forward by `by`, walking the span in due order: the clock
-   * stops at each instant something falls due (a task, a retry, a snooze, an
-   * occurrence, a schedule's planning) and runs what is due there, so each
-   * handler sees its own due time as `executedAt`, and a retry or snooze that
-   * falls within the span runs in it. Reports what ran. `{ schedules: false }`
-   * leaves the schedules out: one-off tasks only. More than `maxSteps` stops
-   * (default 1,000) throw, naming what fired most and what to do about it.
+   * Moves time forward by `by`, stopping at each instant something falls due
+   * and running it there, so each handler sees its own due time, and a retry
+   * or snooze within the span runs in it. Reports what ran. More than
+   * `maxSteps` stops throw, naming what fired most.
    */
   advance(by: Duration, options: AdvanceOptions = {}): Promise<RunReport> {
     return this.walk(
@@ -124,11 +112,7 @@ export class DelayTester {
     return options.schedules === false ? this.withoutSchedules(run) : run();
   }
 
-  /**
-   * Pauses every running schedule (withdrawing what was planned ahead, as
-   * DelaySchedules.pause does everywhere), runs `fn`, then resumes them, even
-   * when `fn` throws. Those already paused stay paused.
-   */
+  /** Pauses every running schedule (as DelaySchedules.pause), runs `fn`, then resumes them, even when it throws. */
   private async withoutSchedules<T>(fn: () => Promise<T>): Promise<T> {
     const running = (await this.schedules.list()).filter((s) => !s.paused).map((s) => s.name);
     for (const name of running) await this.schedules.pause(name);
@@ -140,19 +124,12 @@ export class DelayTester {
   }
 
   /**
-   * Starts a test from a clean engine, with nothing of an earlier test or an
-   * earlier run on the same database: deletes every task (one-off and
-   * planned occurrences), entity timeline, attempt note, schedule and rate
-   * limit's ledger in the module's tables, the limits and pauses of types
-   * set at run time (DelayLimits), the rows of other instances, and what
-   * this instance holds in memory; then writes the app's @RecurringTask
-   * schedules again, running, their first occurrence after the clock's now.
-   * What the code declares stays: handlers, their limits, schedules.
-   * The clock is left where it is: a test after another starts at the time
-   * the last one reached (read `clock.now()`, or move it with `advanceTo`).
-   * For a test's own database only: it refuses unless the app runs on a
-   * ManualClock (useManualClock), and is meant for a beforeEach, when
-   * nothing runs.
+   * Starts a test from a clean engine: deletes every task, timeline, attempt
+   * note, schedule, rate ledger, run-time limit and pause and other
+   * instance's row, and what this instance holds in memory; then writes the
+   * app's @RecurringTask schedules again, their first occurrence after now.
+   * What the code declares stays, and the clock stays where it is. For a
+   * test's own database, in a beforeEach: it refuses without a ManualClock.
    */
   async reset(): Promise<void> {
     if (!(this.anyClock instanceof ManualClock)) {
@@ -209,11 +186,7 @@ export class DelayTester {
     );
   }
 
-  /**
-   * Runs the handler of `type` on `payload` in a transaction of its own, as a
-   * claim would (no task row needed), and commits its writes. A handler that
-   * throws rolls back and the error propagates.
-   */
+  /** Runs the handler of `type` on `payload` in a transaction of its own, as a claim would, with no task row; a throw rolls back and propagates. */
   async perform(type: string, payload: unknown = null): Promise<PerformResult> {
     const handler = this.registry.get(type);
     if (!handler) {
@@ -273,10 +246,7 @@ export class DelayTester {
     return this.runtime.wheel.has(id);
   }
 
-  /**
-   * Stops this instance the way a killed process stops: nothing more runs and
-   * its leases stay until they expire, for tests of what other instances do.
-   */
+  /** Stops this instance as a killed process stops: its leases stay until they expire. */
   crash(): Promise<void> {
     return this.runtime.stop({ keepLease: true });
   }

@@ -60,12 +60,7 @@ export class ManualClock implements Clock {
     this.fireDue();
   }
 
-  /**
-   * Moves time back by `ms`, as a wall clock set back by hand or by NTP would.
-   * The engine's SystemClock never does this (it is monotonic); this is for
-   * testing what happens under a Clock of your own that can. Pending timers
-   * keep their deadlines, so they fire when time reaches them again.
-   */
+  /** Moves time back by `ms`, as a wall clock set back would (SystemClock never does); pending timers keep their deadlines. */
   rewind(ms: number): void {
     if (!(ms >= 0) || !Number.isFinite(ms)) {
       throw new RangeError(`rewind needs a non-negative number of ms; got ${ms}`);
@@ -78,10 +73,7 @@ export class ManualClock implements Clock {
     this.set(this.nowMs + ms);
   }
 
-  /**
-   * Fires in deadline order, including timers that callbacks set already due. One throwing
-   * callback must not strand the others, so errors are rethrown once all have run.
-   */
+  /** Fires in deadline order, with timers callbacks set already due; a throw is rethrown once all have run, stranding none. */
   private fireDue(): void {
     const errors: unknown[] = [];
     while (this.timers.length > 0 && this.timers[0].atMs <= this.nowMs) {

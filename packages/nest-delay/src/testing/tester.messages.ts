@@ -16,10 +16,7 @@ export interface RunawaySpan {
 
 const OUTCOMES = ['executed', 'failed', 'deadLettered', 'snoozed', 'skipped'] as const;
 
-/**
- * An advance that reached its `maxSteps` before the end of its span: what
- * stepped the clock so often, by name, and what to do about that one.
- */
+/** An advance that reached its `maxSteps`: what stepped the clock so often, and what to do about it. */
 export function runawayAdvance(stopped: RunawaySpan): string {
   const { call, maxSteps, start, now, target, ran, schedules, waiting } = stopped;
   const types = Object.entries(ran.byType)

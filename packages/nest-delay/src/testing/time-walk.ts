@@ -4,13 +4,7 @@ import type { ManualClock } from './manual-clock.js';
 import { busiestSchedules, nextDueInstant, waitingTypes } from './walk-statements.js';
 import { runawayAdvance } from './tester.messages.js';
 
-/**
- * Instants an `advance` may stop at before it gives up (`maxSteps`): two a
- * recurring occurrence (its planning and its run), so an app with a
- * 10-minute schedule moves 48 hours (576 stops) under it, while a runaway
- * (a 10-second schedule over hours) throws instead of running past the test
- * runner's timeout. A stop costs a few statements (a few ms on a local Postgres).
- */
+/** Stops an `advance` may make (two an occurrence: its plan and its run): 48 hours of a 10-minute schedule fit, a runaway throws. */
 export const DEFAULT_MAX_STEPS = 1000;
 
 /** What ran during an `advance` or `runDue`, in this instance. */
@@ -19,13 +13,9 @@ export interface RunReport extends TypeCounts {
 }
 
 /**
- * Moves `clock` to `target` the way time passes in a running app: it stops
- * at each instant something falls due (nextDueInstant), runs what is due
- * there and waits until the engine is idle, then looks for the next. So a
- * task runs at its own due time, and a retry, snooze or occurrence that one
- * run makes within the span runs at its own time too. Throws after
- * `maxSteps` stops, naming what fired most, rather than run on past a test
- * runner's timeout; the clock is left where it stopped.
+ * Moves `clock` to `target` as time passes in a running app: it stops at each
+ * instant something falls due, runs it and settles, then looks for the next.
+ * Throws after `maxSteps` stops, leaving the clock where it stopped.
  */
 export async function walkTo(
   runtime: DelayRuntime,
@@ -40,7 +30,6 @@ export async function walkTo(
   const { windowMs } = runtime.ctx.options;
   const start = clock.now();
   const before = runtime.dispatcher.stats.snapshot();
-  // What is due at the start runs at the start.
   await runtime.settle();
   for (let steps = 0; ; steps++) {
     const now = clock.now();

@@ -2,13 +2,9 @@ import type { Sql } from '../store/sql.js';
 import { PENDING } from '../tasks/pending.js';
 
 /**
- * The next instant after `now`, and no later than `until`, at which something
- * happens to this instance's tasks: a pending task of a type it handles falls
- * due (a one-off task, a retry, a snooze, a planned occurrence), or a running
- * schedule's next occurrence comes within the window and is planned. Null
- * when nothing happens in the span. An instant at or before `now` is not
- * one: what is due and has not run (waiting for a limit, leased elsewhere)
- * waits for its own timer, not for a step.
+ * The next instant in (`now`, `until`] at which a pending task of a handled
+ * type falls due or a running schedule's occurrence comes within the window;
+ * null if none. What is due by `now` and has not run waits for its own timer.
  */
 export async function nextDueInstant(
   sql: Sql,

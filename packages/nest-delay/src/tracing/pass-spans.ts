@@ -28,20 +28,17 @@ interface Run {
 }
 
 /**
- * The spans of one claim pass, one per handler run: `delay.run <type>`,
- * kind consumer, a child of the context the task was scheduled in (see
- * README, Tracing). A span opens as its handler starts and ends when the
- * pass does, so its outcome is the one that committed: after COMMIT each
- * gets its task's fate; a pass rolled back to run again with savepoints ends the
- * spans of the runs it undid as `rolled-back`, and keeps open those of the
- * failures it already knows, which the savepoint pass commits without rerunning.
+ * The spans of one claim pass, one per run (`delay.run <type>`, a child of
+ * the context the task was scheduled in). A span ends with the pass, so its
+ * outcome is the one that committed; a pass rolled back for a savepoint pass
+ * ends the runs it undid as `rolled-back` and keeps those of known failures,
+ * which the savepoint pass commits without rerunning.
  */
 export class PassSpans {
   private readonly runs = new Map<TaskId, Run>();
   private readonly api: typeof OtelApi;
   private readonly tracer: Tracer;
 
-  /** `api` and `tracer` as OpenTelemetry's, typed loosely (see TaskTracing). */
   constructor(
     api: object,
     tracer: object,

@@ -9,11 +9,7 @@ type OpenTelemetryApi = typeof OtelApi;
 /** The instrumentation scope of every span the package starts. */
 const TRACER_NAME = 'nest-delay';
 
-/**
- * Loads `@opentelemetry/api`, the package's optional peer, once at boot:
- * undefined when tracing is off or the API is not installed, and then
- * nothing of OpenTelemetry is ever loaded or called.
- */
+/** Loads `@opentelemetry/api`, an optional peer, once at boot; undefined when off or not installed, and then none of it is ever called. */
 export async function loadTaskTracing(
   enabled: boolean,
   instanceId: string,
@@ -31,19 +27,14 @@ export async function loadTaskTracing(
 }
 
 /**
- * The package's side of OpenTelemetry: the trace context a task is
- * scheduled in goes into its row (`capture`), and each run of its handler
- * gets a span that continues it (`pass`, one per claim pass). Only the API
- * is used; what records and exports spans is the app's SDK, and with none
- * registered a claim does no tracing work at all.
+ * The package's side of OpenTelemetry: a task's row keeps the trace context
+ * it was scheduled in (`capture`), and each run gets a span continuing it
+ * (`pass`). Only the API is used; with no SDK registered a claim does no tracing work.
  */
 export class TaskTracing {
   private readonly api: OpenTelemetryApi;
 
-  /**
-   * `api` is `@opentelemetry/api`, typed loosely here so that the package's
-   * declarations never need it installed.
-   */
+  /** `api` is `@opentelemetry/api`, typed loosely so the package's declarations never need it installed. */
   constructor(
     api: object,
     private readonly instanceId: string,
@@ -61,11 +52,7 @@ export class TaskTracing {
     return tracestate ? { traceparent, tracestate } : { traceparent };
   }
 
-  /**
-   * Runs `fn` outside every trace. A claim starts from a timer that may have
-   * been armed inside a request (a schedule() call moves the wheel's timer):
-   * its own statements must not join that request's trace, long finished.
-   */
+  /** Runs `fn` outside every trace: a claim's timer may have been armed inside a request, whose trace its statements must not join. */
   detached<T>(fn: () => T): T {
     return this.api.context.with(this.api.ROOT_CONTEXT, fn);
   }
@@ -76,11 +63,7 @@ export class TaskTracing {
     return tracer && new PassSpans(this.api, tracer, this.instanceId);
   }
 
-  /**
-   * The SDK's tracer, or undefined before one is registered: the API's global
-   * provider is a proxy whose tracers are no-ops until an SDK sets its
-   * delegate, and asking the proxy for the delegate's tracer costs one call.
-   */
+  /** The SDK's tracer, or undefined before one is registered (the global provider is a proxy whose tracers are no-ops until then). */
   private liveTracer(): Tracer | undefined {
     const provider = this.api.trace.getTracerProvider() as OtelApi.TracerProvider &
       Partial<Pick<OtelApi.ProxyTracerProvider, 'getDelegateTracer'>>;

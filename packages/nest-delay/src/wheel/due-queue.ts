@@ -8,11 +8,9 @@ interface Node<V> {
 }
 
 /**
- * The entries a wheel handed out ahead of their time, waiting for their exact
- * due time: a binary min-heap by (due time, arrival), with an id index so
- * cancelling or replacing one is O(1) (it is dropped when it reaches the top).
- * Pure like the wheel: no clock; the caller says what `now` is. It holds about
- * one tick's worth of entries, so plain objects are fine here.
+ * Entries handed out by the wheel ahead of their exact due time: a min-heap by
+ * (due time, arrival) with an id index, so a cancel is O(1) (dropped when it
+ * surfaces). Pure, like the wheel; about one tick's worth, so plain objects.
  */
 export class DueQueue<V = undefined> {
   private heap: Node<V>[] = [];
@@ -39,7 +37,7 @@ export class DueQueue<V = undefined> {
     this.up(this.heap.length - 1);
   }
 
-  /** O(1): the node stays in the heap, dead, until it surfaces (or the heap is mostly dead). */
+  /** O(1): the node stays in the heap, cancelled, until it surfaces (or most of the heap is cancelled). */
   cancel(id: EntryId): boolean {
     if (!this.live.delete(id)) return false;
     if (this.heap.length > 64 && this.heap.length > 2 * this.live.size) this.compact();

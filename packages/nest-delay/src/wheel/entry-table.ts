@@ -1,12 +1,9 @@
 /**
- * The timing wheel's storage, shaped like Agrona's: an entry is a handle (an int) into
- * parallel arrays — due time in a Float64Array, next/prev links in Int32Arrays that chain
- * the entries of each list (one list per slot) in insertion order — plus plain arrays for
- * values and ids. No object per entry, so a million entries cost a few flat arrays rather
- * than a million objects for the GC to trace. Freed handles are chained through `next` and
- * reused; capacity doubles, keeping insertion amortised O(1). The values column exists only
- * once a value other than `undefined` is stored: a wheel of bare ids (as the delay runtime
- * keeps) saves its 8 bytes a slot.
+ * The timing wheel's storage: an entry is a handle (an int) into parallel typed arrays (due
+ * time, next/prev links chaining each slot's list in insertion order) plus arrays of values
+ * and ids, so a million entries are a few flat arrays, not objects for the GC to trace.
+ * Freed handles are reused; capacity doubles. The values column exists only once a value
+ * other than `undefined` is stored (the runtime's wheel holds bare ids).
  */
 import { IdIndex, type EntryId } from './id-index.js';
 
@@ -67,7 +64,6 @@ export class EntryTable<V> {
   append(list: number, id: EntryId, dueAtMs: number, value: V): void {
     const handle = this.acquire();
     this.due[handle] = dueAtMs;
-    // A freed or fresh handle's value is already undefined.
     if (value !== undefined)
       (this.values ??= new Array<V | undefined>(this.capacity))[handle] = value;
     this.index.insert(id, handle);

@@ -1,9 +1,7 @@
 /**
- * The timing wheel's id → handle lookup: an open-addressing table of `handle + 1` in an
- * Int32Array kept at most half full (8–16 bytes an entry), with keys read back from
- * `ids[handle]`, so a key is never stored twice; a Map would cost several times that an
- * entry. Linear probing with backward-shift deletion: no tombstones, so lookups stay short
- * however many cancels and re-adds go through it. Like the wheel's arrays it never shrinks.
+ * The timing wheel's id → handle lookup: open addressing over an Int32Array at most half
+ * full, keys read back from `ids[handle]` (never stored twice). Linear probing with
+ * backward-shift deletion: no tombstones, so lookups stay short through any churn.
  */
 export type EntryId = number | string;
 

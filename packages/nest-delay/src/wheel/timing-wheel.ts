@@ -1,22 +1,13 @@
 /**
- * A hashed timing wheel as a pure data structure: no clock, no timers, no `Date`. The
- * caller passes the time in (epoch ms) to `advance`, as with Agrona's DeadlineTimerWheel.
+ * A hashed timing wheel as a pure data structure: no clock, no timers, no `Date`; the
+ * caller passes the time (epoch ms) to `advance`.
  *
- * Ticks are absolute: tick k covers [k·tickMs, (k+1)·tickMs) and happens at k·tickMs. An
- * entry due at t belongs to tick ceil(t / tickMs), the first tick not before t, so it can
- * never fire early; it lives in slot `dueTick mod slots`.
- *
- * Each entry keeps its absolute due time instead of the classic per-entry cycle counter;
- * the remaining cycles are derived when needed,
- * floor((dueTick − currentTick − 1) / slots), so:
- * - visiting a slot writes nothing to the entries that are not due yet;
- * - the due tick is re-derived exactly from the stored time, whatever the distance, with no
- *   counter that can drift if a visit is skipped or repeated;
- * - catching up after a long stall is one pass comparing due ticks with the target, not
- *   one visit per missed tick.
- *
- * Entries live in an EntryTable (typed arrays, no object per entry); invariant: the slots
- * only hold entries due after the pointer, anything else waits in the overdue list.
+ * Ticks are absolute: an entry due at t belongs to tick ceil(t / tickMs), so it never fires
+ * early, in slot `dueTick mod slots`. Entries keep their absolute due time instead of a
+ * cycle counter (cycles are derived), so a visit writes nothing to entries not yet due,
+ * nothing drifts when a visit is skipped, and a long stall is caught up in one pass.
+ * Invariant: the slots hold only entries due after the pointer; the rest wait in the
+ * overdue list.
  */
 import { EntryTable, NIL } from './entry-table.js';
 import type { EntryId } from './id-index.js';

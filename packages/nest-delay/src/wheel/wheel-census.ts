@@ -29,11 +29,9 @@ export interface WheelCensus {
 }
 
 /**
- * Entries per region of `regionSlots` consecutive slots (the last region may
- * be shorter), with when the pointer next passes over each region and the
- * earliest and latest due time among its entries. One pass over the entries
- * and one over the regions, no allocation per entry: cheap enough to take on
- * every request of a dashboard.
+ * Entries per region of `regionSlots` consecutive slots, with when the pointer
+ * next passes over each and their earliest and latest due times. No
+ * allocation per entry: cheap enough for every dashboard request.
  */
 export function wheelCensus(wheel: TimingWheel<unknown>, regionSlots: number): WheelCensus {
   if (!Number.isInteger(regionSlots) || regionSlots < 1) {

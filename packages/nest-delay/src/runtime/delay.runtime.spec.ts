@@ -1,4 +1,4 @@
-import { shutdownHooksMissing } from './shutdown-hooks.js';
+import { shutdownHooksMissing } from './delay.runtime.js';
 
 describe('the warning about shutdown hooks', () => {
   it('is given when nothing listens for SIGTERM outside a test runner', () => {
