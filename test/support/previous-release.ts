@@ -57,7 +57,8 @@ export function findPreviousRelease(): { commit?: string; missing?: string } {
  * archive`, so nothing is registered in this clone (no worktree to prune if
  * a run dies). Its node_modules links to ours when both package-lock.json
  * files install the same packages (the workspace's own versions aside),
- * workspace packages to the release's own; else `npm ci`.
+ * workspace packages to the release's own; else `npm ci`. `bench:ab`
+ * (bench/ab.ts) builds the commits it compares with it too.
  */
 export async function buildPreviousRelease(commit: string): Promise<string> {
   const dir = join(tmpdir(), `nest-delay-release-${commit.slice(0, 12)}`);
