@@ -7,8 +7,7 @@
  * them; spread: `count` (3,000) due evenly over 60 s, as `--only spread` runs
  * this project at its 1 s tick. Each on a fresh database; one JSON line out.
  */
-import { BackendCpu } from './harness/backend-cpu.js';
-import { runDueTasks } from './harness/run-system.js';
+import { runDueTasksWithServerCpu } from './harness/run-system.js';
 
 const SPREAD_MS = 60_000;
 const mode = process.argv[2];
@@ -17,9 +16,7 @@ const count = Number(process.argv[3] ?? (mode === 'burst' ? 10_000 : 3_000));
 const spanMs = mode === 'spread' ? (SPREAD_MS * count) / 3_000 : 0;
 const database = `bench_ab_${mode}`;
 
-let server: BackendCpu | undefined;
-let serverMs = 0;
-const run = await runDueTasks({
+const { run, serverMs } = await runDueTasksWithServerCpu({
   system: 'project',
   tickMs: 1000,
   database,
@@ -27,14 +24,6 @@ const run = await runDueTasks({
   stepMs: spanMs / count,
   leadMs: mode === 'burst' ? 1_500 + count / 50 + (count / 15_000) * 1_500 : 3_000,
   capMs: mode === 'burst' ? 300_000 : 30_000,
-  async beforeSchedule(client) {
-    const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-    server = new BackendCpu(database, [pid]);
-    await server.start();
-  },
-  async beforeStop() {
-    serverMs = (await server?.stop()) ?? 0;
-  },
 });
 console.log(
   JSON.stringify({

@@ -14,9 +14,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
+import { freePort } from './harness/free-port.js';
 
 const backlog = Number(process.argv[2] ?? 50_000);
 const rounds = Number(process.argv[3] ?? 3);
@@ -32,16 +32,6 @@ function token(sub: string): string {
   return `Bearer ${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 async function startApp(
   url: string,

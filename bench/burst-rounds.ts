@@ -11,10 +11,9 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BackendCpu } from './harness/backend-cpu.js';
 import { SystemProcess } from './harness/child.js';
 import { dropDatabase, freshDatabase, readOutcome, seedOrders, withClient } from './harness/db.js';
-import { runDueTasks, type DueRun } from './harness/run-system.js';
+import { runDueTasksWithServerCpu, type DueRun } from './harness/run-system.js';
 import type { SystemName } from './systems/system.js';
 
 const count = Number(process.argv[2] ?? 10_000);
@@ -30,25 +29,14 @@ const median = (values: number[]) => {
 /** One burst, and the CPU the database's backends spent from scheduling to the last effect. */
 async function due(system: SystemName): Promise<{ run: DueRun; serverMs: number }> {
   const database = `bench_rounds_${system.replace('-', '_')}`;
-  let server: BackendCpu | undefined;
-  let serverMs = 0;
-  const run = await runDueTasks({
+  return runDueTasksWithServerCpu({
     system,
     database,
     count,
     stepMs: 0,
     leadMs: 1_500 + count / 50 + (count / 15_000) * 1_500,
     capMs: 300_000,
-    async beforeSchedule(client) {
-      const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-      server = new BackendCpu(database, [pid]);
-      await server.start();
-    },
-    async beforeStop() {
-      serverMs = (await server?.stop()) ?? 0;
-    },
   });
-  return { run, serverMs };
 }
 
 /** The bare effect, one autocommit UPDATE per task by 10 loops (the burst workload's floor). */

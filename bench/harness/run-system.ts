@@ -4,6 +4,7 @@
  * effects, stop it, read what happened from bench_order.
  */
 import type pg from 'pg';
+import { BackendCpu } from './backend-cpu.js';
 import { SystemProcess } from './child.js';
 import {
   dropDatabase,
@@ -63,6 +64,29 @@ export interface DueRunOptions {
   beforeSchedule?: (client: pg.Client) => Promise<void>;
   /** Runs after the effects are in and measured, before the system stops (to let it finish other work). */
   beforeStop?: () => Promise<void>;
+}
+
+/**
+ * runDueTasks, and the CPU ms the database's backends spent from scheduling
+ * to the last effect (/proc: Postgres on this host).
+ */
+export async function runDueTasksWithServerCpu(
+  o: Omit<DueRunOptions, 'beforeSchedule' | 'beforeStop'>,
+): Promise<{ run: DueRun; serverMs: number }> {
+  let server: BackendCpu | undefined;
+  let serverMs = 0;
+  const run = await runDueTasks({
+    ...o,
+    async beforeSchedule(client) {
+      const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      server = new BackendCpu(o.database, [pid]);
+      await server.start();
+    },
+    async beforeStop() {
+      serverMs = (await server?.stop()) ?? 0;
+    },
+  });
+  return { run, serverMs };
 }
 
 export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {

@@ -5,9 +5,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../harness/free-port.js';
 
 const BIN_ROOT = '/usr/lib/postgresql';
 
@@ -80,16 +80,6 @@ function asPostgres(bin: string, tool: string, args: string[]): void {
     throw new Error(`${tool} ${args.join(' ')} failed: ${result.stderr || result.stdout}`);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * max_connections leaves room for the 300 idle connections of pool-exhaustion

@@ -7,13 +7,13 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import autocannon from 'autocannon';
 import { issueToken } from '../../src/auth/issue-token.js';
 import { dropDatabase, freshDatabase, withClient } from '../harness/db.js';
 import { num, table } from '../harness/format.js';
 import { log, Progress, sleep } from '../harness/progress.js';
 import type { RunContext, Workload } from '../harness/workload.js';
+import { freePort } from '../harness/free-port.js';
 
 export type HttpResult =
   | { skipped: string }
@@ -31,16 +31,6 @@ export type HttpResult =
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 async function waitUntilServing(
   base: string,
