@@ -150,7 +150,7 @@ export async function recordAttempt(
  * before the message that writes it, so its claim statement can go in that
  * same message.
  */
-export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]> {
+async function reserveNoteIds(sql: Sql, count: number): Promise<string[]> {
   const rows = await sql.rows<{ id: string }>(
     `SELECT ${NEXT_NOTE_ID}::text AS id FROM generate_series(1, $1::int)`,
     [count],
@@ -236,7 +236,7 @@ function noteStatement(id: string, instanceId: string, ids: string, now: string)
  * (failed as a whole, or stopped by a shutdown). Never waits: a note that a
  * transaction still holds is skipped; returns the ids it deleted.
  */
-export async function forgetAttempts(sql: Sql, attemptIds: string[]): Promise<string[]> {
+async function forgetAttempts(sql: Sql, attemptIds: string[]): Promise<string[]> {
   const rows = await sql.rows<{ id: string }>(
     `DELETE FROM delay_attempt WHERE id IN (
        SELECT id FROM delay_attempt WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED
