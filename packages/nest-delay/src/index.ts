@@ -28,7 +28,7 @@ export type {
 } from './admin/admin.types.js';
 export type { StateCount, TaskCounts } from './admin/task-counts.js';
 export type { EntityTimeline, TimelineEntry } from './admin/entity-timeline.js';
-export type { TaskEventName } from './tasks/task-events.js';
+export type { TaskEventName } from './tasks/task-sql.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
 export {
   defineTask,
@@ -83,5 +83,5 @@ export type {
   TaskScheduledEvent,
   TaskSnoozedEvent,
 } from './delay-observer.js';
-export { currentTask, type CurrentTask } from './observer/task-scope.js';
+export { currentTask, type CurrentTask } from './claim/attempt-runner.js';
 export { AfterCommit } from './observer/after-commit.js';

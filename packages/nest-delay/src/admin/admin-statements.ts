@@ -1,4 +1,4 @@
-import { PENDING } from '../tasks/pending.js';
+import { PENDING } from '../tasks/task-sql.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from '../tasks/task-row.js';
 import type { TaskFilter } from '../tasks/task-statements.js';

@@ -1,5 +1,5 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING_BY_ID, pendingIn } from '../tasks/pending.js';
+import { PENDING_BY_ID, pendingIn } from '../tasks/task-sql.js';
 import { assertIds, type ClaimConnection, type Sql } from '../store/sql.js';
 import type { TaskRow } from '../tasks/task-row.js';
 import {

@@ -1,6 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { errorText, noHandlerAtRun } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { runInTaskScope, type CurrentTask } from '../observer/task-scope.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
@@ -20,6 +20,21 @@ import {
 } from '../tasks/task-transitions.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
 import type { ClaimRow } from '../tasks/task-row.js';
+
+/** The task whose handler (or outcome) the current code runs for. */
+export interface CurrentTask {
+  id: TaskId;
+  type: string;
+  key: string | null;
+  attempt: number;
+}
+
+const scope = new AsyncLocalStorage<CurrentTask>();
+
+/** The task being run, seen from anywhere below its handler (a logger can add it to each record), or undefined outside one. */
+export function currentTask(): CurrentTask | undefined {
+  return scope.getStore();
+}
 
 /**
  * Runs one claimed task's handler, inside the claim transaction, under its
@@ -67,7 +82,7 @@ export class AttemptRunner {
       returned = await withDeadline(
         (controller) => {
           // In the task's scope: whatever the handler logs names the task.
-          const running = runInTaskScope(scopeOf(row), () =>
+          const running = scope.run(scopeOf(row), () =>
             call(spans, row.id, () =>
               handler.fn(row.payload, {
                 task: toTask(row),
@@ -216,5 +231,5 @@ export function logFate(logger: DelayContext['logger'], fate: Fate): void {
     write = () => logger.error(message, fate.stack);
   } else if (fate.transition === 'discard')
     write = () => logger.error(`${name} dead-lettered at once: ${fate.reason}`);
-  if (write) runInTaskScope(scopeOf(row), write);
+  if (write) scope.run(scopeOf(row), write);
 }

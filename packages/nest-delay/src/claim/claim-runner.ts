@@ -18,9 +18,8 @@ import { NoteIds, NoteKeeper, recordAttemptAndBegin } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
-import { ExecutionStats } from './claim-outcomes.js';
 import { HandlerCutOff } from './attempt-runner.js';
-import { reportBatch, reportFate } from './claim-outcomes.js';
+import type { ObserverCalls } from '../observer/observer-calls.js';
 
 /** What a claim hands back to the dispatcher that launched it. */
 export interface ClaimHost {
@@ -35,10 +34,9 @@ export interface ClaimHost {
 
 /**
  * One claim's life, on a connection of its own: its attempt note committed
- * with its BEGIN (recordAttemptAndBegin), the batch (ClaimBatch), and what
- * follows it: the wheel follows each fate, the observer hears of them, fired
- * ids the claim could not lock are held again (followPassed), and a handler cut
- * off past its timeout is charged (chargeCutOff).
+ * with its BEGIN, the batch (ClaimBatch), then the wheel follows each fate,
+ * the observer and the counters (below) hear of them, ids the claim could
+ * not lock are held again, and a handler cut off past its timeout is charged.
  */
 export class ClaimRunner {
   readonly notes = new NoteKeeper();
@@ -268,5 +266,135 @@ export class ClaimRunner {
       const dueAtMs = again ? Math.max(row.dueAtMs, nowMs + this.ctx.options.tickMs) : row.dueAtMs;
       this.wheel.hold(row.id, dueAtMs, row.type);
     }
+  }
+}
+
+/** What became of the tasks one instance ran, by type. */
+export interface TypeCounts {
+  executed: number;
+  /** Attempts that failed and were scheduled again. */
+  failed: number;
+  /** Out of attempts, discarded by their handler, or without a handler. */
+  deadLettered: number;
+  snoozed: number;
+  /** Occurrences of a schedule skipped because an earlier one was still pending (overlap 'skip'). */
+  skipped: number;
+}
+
+export interface ExecutionCounts extends TypeCounts {
+  batches: number;
+  /** Batches whose optimistic pass failed and ran again with savepoints. */
+  reruns: number;
+  byType: Record<string, TypeCounts>;
+}
+
+/** Each transition's counter, and the observer's hook that hears of it. */
+const COUNTED = {
+  complete: ['executed', 'onExecuted'],
+  retry: ['failed', 'onFailed'],
+  discard: ['deadLettered', 'onDeadLettered'],
+  exhaust: ['deadLettered', 'onDeadLettered'],
+  snooze: ['snoozed', 'onSnoozed'],
+  skip: ['skipped', 'onCancelled'],
+} as const satisfies Record<Fate['transition'], readonly [keyof TypeCounts, string]>;
+
+const zero = (): TypeCounts => ({
+  executed: 0,
+  failed: 0,
+  deadLettered: 0,
+  snoozed: 0,
+  skipped: 0,
+});
+
+/** Counters in memory (per instance, as metrics expect), never a count over the table. */
+export class ExecutionStats {
+  private readonly totals = zero();
+  private readonly byType = new Map<string, TypeCounts>();
+  private batches = 0;
+  private reruns = 0;
+
+  record(result: BatchResult): void {
+    this.batches++;
+    if (result.rerun) this.reruns++;
+    for (const fate of result.fates) this.recordOne(fate);
+  }
+
+  /** One fate (in a batch, or decided outside one: a claim that was cut off). */
+  recordOne(fate: Fate): void {
+    const { type } = fate.row;
+    const key = COUNTED[fate.transition][0];
+    this.totals[key]++;
+    let counts = this.byType.get(type);
+    if (!counts) this.byType.set(type, (counts = zero()));
+    counts[key]++;
+  }
+
+  snapshot(): ExecutionCounts {
+    return {
+      ...this.totals,
+      batches: this.batches,
+      reruns: this.reruns,
+      byType: Object.fromEntries([...this.byType].map(([type, counts]) => [type, { ...counts }])),
+    };
+  }
+}
+
+/**
+ * Tells the observer what one committed claim did: each task's fate, then
+ * the claim itself. Lateness is measured against the claim's time, the
+ * `executed_at` the table records. Nothing is built for a hook nobody has.
+ */
+export function reportBatch(
+  observer: ObserverCalls,
+  result: BatchResult,
+  requested: number,
+  claimMs: number,
+  durationMs: number,
+  /** A gate's claim: how long each task waited behind its limit. */
+  limitWaits?: Map<string, number>,
+): void {
+  for (const fate of result.fates)
+    reportFate(observer, fate, claimMs, limitWaits?.get(fate.row.id) ?? 0);
+  if (observer.wants('onClaim')) {
+    observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
+  }
+}
+
+/** `limitWaitMs`: how long it waited behind a shared limit or a pause, kept out of its lateness. */
+export function reportFate(
+  observer: ObserverCalls,
+  fate: Fate,
+  claimMs: number,
+  limitWaitMs = 0,
+): void {
+  if (!observer.wants(COUNTED[fate.transition][1])) return;
+  const { row } = fate;
+  const base = {
+    id: row.id,
+    type: row.type,
+    key: row.key,
+    dueAt: row.due_at,
+    attempt: row.attempts,
+  };
+  switch (fate.transition) {
+    case 'complete':
+      observer.emit('onExecuted', {
+        ...base,
+        latenessMs: Math.max(0, claimMs - row.due_at.getTime() - limitWaitMs),
+        limitWaitMs,
+      });
+      return;
+    case 'discard':
+    case 'exhaust':
+      observer.emit('onDeadLettered', { ...base, reason: fate.reason });
+      return;
+    case 'retry':
+      observer.emit('onFailed', { ...base, error: fate.error, retryAt: new Date(fate.dueAtMs) });
+      return;
+    case 'snooze':
+      observer.emit('onSnoozed', { ...base, until: new Date(fate.dueAtMs) });
+      return;
+    case 'skip':
+      observer.emit('onCancelled', { id: row.id, type: row.type, key: row.key, dueAt: row.due_at });
   }
 }

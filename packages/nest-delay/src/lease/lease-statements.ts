@@ -1,4 +1,4 @@
-import { PENDING, pendingIn } from '../tasks/pending.js';
+import { PENDING, pendingIn } from '../tasks/task-sql.js';
 import type { Sql } from '../store/sql.js';
 import type { DueRow } from '../tasks/task-row.js';
 

@@ -12,8 +12,8 @@ export interface PlanPolicy {
 /**
  * How long an occurrence may be overdue before the catch-up policy applies:
  * two leases. A crashed instance's tasks are taken over within a lease and a
- * heartbeat, so one that late means no instance ran. occurrence-statements.ts
- * applies the same rule in SQL.
+ * heartbeat, so one that late means no instance ran. The claim statement
+ * (claim/claim-statements.ts) applies the same rule in SQL.
  */
 export function overdueAfterMs(leaseMs: number): number {
   return 2 * leaseMs;

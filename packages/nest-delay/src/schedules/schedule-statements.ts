@@ -1,5 +1,5 @@
 import type { TaskId } from '../task.types.js';
-import { unplanOccurrences } from './occurrence-statements.js';
+import { PENDING } from '../tasks/task-sql.js';
 import type { Database, Sql } from '../store/sql.js';
 
 /** A row of `delay_schedule`. */
@@ -191,5 +191,24 @@ export function listSchedules(sql: Sql, now: Date, name: string | null = null) {
      WHERE $2::text IS NULL OR s.name = $2
      ORDER BY s.name`,
     [now, name],
+  );
+}
+
+/**
+ * **unplan**: deletes the occurrences of schedules `names` planned ahead
+ * (pending, not due by `now`, never started); returns each schedule's
+ * earliest. Precondition: the caller holds the schedules' rows FOR UPDATE and
+ * runs this as a statement of its own, so its snapshot includes what a
+ * planner committed before the lock. A wheel still holding one finds no row.
+ */
+export function unplanOccurrences(sql: Sql, names: string[], now: Date) {
+  return sql.rows<{ schedule_name: string; first_at: Date }>(
+    `WITH unplanned AS (
+       DELETE FROM delayed_task
+       WHERE schedule_name = ANY($1::text[]) AND ${PENDING} AND due_at > $2 AND attempts = 0
+       RETURNING schedule_name, occurrence_at
+     )
+     SELECT schedule_name, min(occurrence_at) AS first_at FROM unplanned GROUP BY schedule_name`,
+    [names, now],
   );
 }

@@ -5,16 +5,17 @@ import type { Sql } from '../store/sql.js';
 import type { TraceCarrier } from '../trace-carrier.js';
 import type { InsertedRow } from './insert-statements.js';
 import type { NormalizedRequest } from './schedule-request.js';
-import { PENDING, pendingIn } from './pending.js';
-import { stateOf, type TaskRow } from './task-row.js';
-import { REF_MATCH, refParams } from './task-statements.js';
 import {
+  PENDING,
+  pendingIn,
   named,
   recordEvents,
   traceIdOf,
   type EventFields,
   type TaskEventName,
-} from './task-events.js';
+} from './task-sql.js';
+import { stateOf, type TaskRow } from './task-row.js';
+import { REF_MATCH, refParams } from './task-statements.js';
 import type {
   CancelAction,
   DebounceAction,

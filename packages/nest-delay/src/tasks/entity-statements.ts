@@ -1,9 +1,8 @@
 import type { Sql } from '../store/sql.js';
 import type { EntityActionResult } from '../task.types.js';
 import type { EntityScope } from './entity-request.js';
-import { PENDING, pendingIn } from './pending.js';
+import { PENDING, pendingIn, named, recordEvents } from './task-sql.js';
 import { toTask, type TaskRow } from './task-row.js';
-import { named, recordEvents } from './task-events.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
 /**

@@ -1,7 +1,6 @@
 import type { Sql } from '../store/sql.js';
-import { pendingIn } from './pending.js';
+import { pendingIn, named, recordEvents, traceIdOf, type EventFields } from './task-sql.js';
 import type { TaskRow } from './task-row.js';
-import { named, recordEvents, traceIdOf, type EventFields } from './task-events.js';
 import type { Charge, Discard, Exhaust, Fate, Retry, Skip, Snooze } from './task-transitions.js';
 
 /**

@@ -1,11 +1,10 @@
 import type { NormalizedRequest } from './schedule-request.js';
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import { PENDING } from './pending.js';
+import { PENDING, named, recordEvents, traceIdOf } from './task-sql.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../trace-carrier.js';
-import { named, recordEvents, traceIdOf } from './task-events.js';
 
 /** The event of a new task with an entity, for a CTE over rows inserted at `$now`. */
 const scheduledEvent = (rows: string, now: string) =>

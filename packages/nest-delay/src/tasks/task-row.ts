@@ -37,7 +37,7 @@ export interface DueRow {
   due_at: Date;
 }
 
-/** The one reading of the state columns; `PENDING` in ./pending.ts is its SQL twin. */
+/** The one reading of the state columns; `PENDING` in ./task-sql.ts is its SQL twin. */
 export function stateOf(row: TaskRow): TaskState {
   if (row.executed_at) return 'executed';
   if (row.cancelled_at) return 'cancelled';

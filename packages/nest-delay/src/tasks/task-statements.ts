@@ -1,5 +1,5 @@
 import type { TaskId, TaskRef } from '../task.types.js';
-import { PENDING } from './pending.js';
+import { PENDING } from './task-sql.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskRow } from './task-row.js';
 

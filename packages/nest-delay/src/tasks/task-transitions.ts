@@ -353,7 +353,7 @@ export function rescheduleEntity(
  * **unplan** deletes occurrences planned ahead rather than cancel them, so
  * replanning may insert those instants again (the unique index allows one
  * task per occurrence, ever). **withdraw** cancels one at its claim, with
- * one of these reasons (schedules/occurrence-statements.ts).
+ * one of these reasons (claim/claim-statements.ts).
  */
 export const WITHDRAWN = {
   removed: 'withdrawn: its schedule was removed',

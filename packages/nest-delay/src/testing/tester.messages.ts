@@ -1,4 +1,4 @@
-import type { TypeCounts } from '../claim/claim-outcomes.js';
+import type { TypeCounts } from '../claim/claim-runner.js';
 
 /** What an advance that reached its `maxSteps` found in its span, most first (at most three each). */
 export interface RunawaySpan {

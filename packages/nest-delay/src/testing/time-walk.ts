@@ -1,5 +1,5 @@
 import type { DelayRuntime } from '../runtime/delay.runtime.js';
-import type { ExecutionCounts, TypeCounts } from '../claim/claim-outcomes.js';
+import type { ExecutionCounts, TypeCounts } from '../claim/claim-runner.js';
 import type { ManualClock } from './manual-clock.js';
 import { busiestSchedules, nextDueInstant, waitingTypes } from './walk-statements.js';
 import { runawayAdvance } from './tester.messages.js';

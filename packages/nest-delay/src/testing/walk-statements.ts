@@ -1,5 +1,5 @@
 import type { Sql } from '../store/sql.js';
-import { PENDING } from '../tasks/pending.js';
+import { PENDING } from '../tasks/task-sql.js';
 
 /**
  * The next instant in (`now`, `until`] at which a pending task of a handled

@@ -1,3 +1,22 @@
+/*
+ * SQL pieces the statements on delayed_task share: what pending means, and
+ * the record of a transition in a task's history.
+ */
+
+/** A task is pending (will still run) while none of these is set. */
+export const PENDING = `executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`;
+
+export function pendingIn(alias: string): string {
+  return `${alias}.executed_at IS NULL AND ${alias}.cancelled_at IS NULL AND ${alias}.dead_at IS NULL`;
+}
+
+/**
+ * The same test for look-ups by id, written not to match the partial indexes'
+ * predicate so the planner can only use the primary key: with the plain form
+ * and stale statistics (after a bulk insert) it scans the due-order index.
+ */
+export const PENDING_BY_ID = `num_nulls(executed_at, cancelled_at, dead_at) = 3`;
+
 /**
  * The history of tasks with an entity (`delay_task_event`): each transition's
  * statement records its event with this CTE, so it commits or rolls back
