@@ -26,6 +26,8 @@ const LAYERS = [
   ['retention', `${P}retention/`],
   ['runtime', `${P}runtime/`],
   ['services', `(${SERVICE}|${TOP_ROOT}|${P}admin/)`],
+  // nest-delay/pg, /kysely, /drizzle: entries of their own, each the only importer of its ORM.
+  ['bindings', `${P}bindings/`],
   ['admin-module', `${P}admin-module/`],
   ['testing', `${P}testing/`],
 ];
@@ -76,6 +78,14 @@ module.exports = {
         'nest-delay/admin is an entry of its own (it needs class-validator and @nestjs/swagger): the rest of the package never imports it.',
       from: { path: P, pathNot: `${P}admin-module/` },
       to: { path: `${P}admin-module/` },
+    },
+    {
+      name: 'orms-only-in-their-binding',
+      severity: 'error',
+      comment:
+        'kysely and drizzle-orm are optional peers: only their binding (nest-delay/kysely, nest-delay/drizzle) may import one, and nothing imports a binding.',
+      from: { path: P, pathNot: `${P}bindings/` },
+      to: { path: ['(^|/)node_modules/(kysely|drizzle-orm)/', `${P}bindings/`] },
     },
     {
       name: 'package-never-imports-the-app',

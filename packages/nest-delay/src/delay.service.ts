@@ -37,7 +37,7 @@ import {
 } from './tasks/entity-statements.js';
 import { checkTaskRef } from './task-ref.js';
 import { statsSnapshot, type DelayStats } from './delay-stats.js';
-import type { EntityManager } from 'typeorm';
+import { callerTransaction, type CallerTransaction } from './store/caller-transaction.js';
 import type { TaskRow } from './tasks/task-row.js';
 import type {
   BulkScheduleResult,
@@ -55,7 +55,8 @@ import type {
 /**
  * Schedule work to run later, durably: `schedule({ type, payload, delay: '48h' })`.
  * Every call validates first and writes nothing when it throws. Every write
- * takes `{ manager }` to be part of your own transaction. Tasks are named by
+ * takes `{ manager }` (TypeORM) or `{ transaction }` (any other, see
+ * docs/bindings.md) to be part of your own transaction. Tasks are named by
  * `{ id }` or `{ key }`; a read of a task that does not exist returns
  * undefined, an action on one throws TaskNotFoundError, and an action that
  * does not fit the task's state throws TaskStateError naming the state.
@@ -79,7 +80,7 @@ export class DelayService {
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P>> {
     const req = this.normalize(request);
-    const { manager } = options;
+    const manager = callerTransaction(options);
     const nowMs = this.now();
     const inCaller = manager !== undefined;
     const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
@@ -132,7 +133,7 @@ export class DelayService {
       );
     }
     if (reqs.length === 0) return [];
-    const { manager } = options;
+    const manager = callerTransaction(options);
     const sql = this.db.in(manager);
     const nowMs = this.now();
     // Bulk rows are leased by the statement, each by its own due time against the horizon.
@@ -178,21 +179,17 @@ export class DelayService {
     ref: TaskRef,
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P> | undefined> {
-    const row = await getTask(this.db.in(options.manager), checkTaskRef(ref));
+    const row = await getTask(this.db.in(callerTransaction(options)), checkTaskRef(ref));
     return row ? toTask<P>(row) : undefined;
   }
 
   /** Cancels a pending task; returns it cancelled. */
   async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
-    const row = await cancelTask(
-      this.db.in(options.manager),
-      checked,
-      cancel(),
-      new Date(this.now()),
-    );
+    const manager = callerTransaction(options);
+    const row = await cancelTask(this.db.in(manager), checked, cancel(), new Date(this.now()));
     const cancelled = actedRow(checked, row, 'cancel');
-    followCancel(this.wheel, cancelled.id, options.manager);
+    followCancel(this.wheel, cancelled.id, manager);
     if (this.observer.wants('onCancelled')) {
       const event = {
         id: cancelled.id,
@@ -200,9 +197,7 @@ export class DelayService {
         key: cancelled.key,
         dueAt: cancelled.due_at,
       };
-      this.runtime.ctx.afterCommit.run(options.manager, () =>
-        this.observer.emit('onCancelled', event),
-      );
+      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onCancelled', event));
     }
     return toTask(cancelled);
   }
@@ -216,18 +211,19 @@ export class DelayService {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const dueAtMs = dueAtOf(when ?? {}, nowMs);
-    const inCaller = options.manager !== undefined;
+    const manager = callerTransaction(options);
+    const inCaller = manager !== undefined;
     const row = await this.leasing(
-      options.manager,
+      manager,
       rescheduleTask(
-        this.db.in(options.manager),
+        this.db.in(manager),
         checked,
         reschedule(dueAtMs, nowMs, this.policy, inCaller),
         new Date(nowMs),
       ),
     );
     const changed = actedRow(checked, row, 'reschedule');
-    this.track(changed, options.manager);
+    this.track(changed, manager);
     return toTask(changed);
   }
 
@@ -245,7 +241,7 @@ export class DelayService {
     options: EntityActionOptions = {},
   ): Promise<EntityActionResult> {
     const scope = checkEntityScope(entity, options?.types);
-    const { manager } = options;
+    const manager = callerTransaction(options);
     const rows = await cancelEntityTasks(
       this.db.in(manager),
       scope,
@@ -282,7 +278,7 @@ export class DelayService {
     const scope = checkEntityScope(entity, options?.types);
     const nowMs = this.now();
     const checked = checkEntityMove(move, nowMs);
-    const { manager } = options;
+    const manager = callerTransaction(options);
     const rows = await this.leasing(
       manager,
       rescheduleEntityTasks(
@@ -317,18 +313,19 @@ export class DelayService {
   ): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
-    const inCaller = options.manager !== undefined;
+    const manager = callerTransaction(options);
+    const inCaller = manager !== undefined;
     const row = await this.leasing(
-      options.manager,
+      manager,
       reviveTask(
-        this.db.in(options.manager),
+        this.db.in(manager),
         checked,
         revive(nowMs, this.policy, inCaller),
         new Date(nowMs),
       ),
     );
     const changed = actedRow(checked, row, action);
-    this.track(changed, options.manager);
+    this.track(changed, manager);
     return toTask(changed);
   }
 
@@ -354,12 +351,12 @@ export class DelayService {
   }
 
   /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
-  private leasing<T>(manager: EntityManager | undefined, write: Promise<T>): Promise<T> {
+  private leasing<T>(manager: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
     return manager ? write : this.runtime.writes.track(write);
   }
 
   /** Keeps the wheel in step with a row just written (the hold rules in firing/task-wheel.ts). */
-  private track(row: TaskRow, manager: EntityManager | undefined): void {
+  private track(row: TaskRow, manager: CallerTransaction | undefined): void {
     followWrite(this.wheel, this.runtime.ctx, row, manager);
   }
 

@@ -59,6 +59,8 @@ export type {
   EntityActionOptions,
   EntityActionResult,
   EntityMoveRequest,
+  DelayExecutor,
+  ClaimClient,
 } from './task.types.js';
 export { DelayValidationError } from './errors/delay-validation.error.js';
 export { DuplicateHandlerError } from './errors/duplicate-handler.error.js';

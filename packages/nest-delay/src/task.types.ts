@@ -77,9 +77,52 @@ export type BulkScheduleResult =
   /** Its key was already pending (or earlier in the same call): the task holding it. */
   | { status: 'duplicate'; id: TaskId; key: string };
 
+/**
+ * A transaction (or a connection) as the engine runs statements on it: one
+ * parameterised statement (`$1`, `$2`, … which may repeat) in, its rows out
+ * as node-pg parses them (a timestamptz as a Date). The bindings build one
+ * from your ORM's transaction: `nest-delay/pg`, `nest-delay/kysely`,
+ * `nest-delay/drizzle` (docs/bindings.md).
+ */
+export interface DelayExecutor {
+  /**
+   * `name`: the engine's own hot statements carry one, asking to be kept
+   * prepared where the connection can (a claim's); an executor may ignore it.
+   */
+  rows<T>(text: string, params: unknown[], name?: string): Promise<T[]>;
+}
+
+/** The node-pg client (a pool's client) a claim transaction runs on, as far as a handler needs it. */
+export interface ClaimClient {
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: unknown[]; rowCount: number | null; command: string }>;
+}
+
+/**
+ * Whose transaction a write joins: a TypeORM `manager`, or any other
+ * `transaction` (at most one of the two). The change exists only if it commits.
+ */
 export interface TransactionOptions {
-  /** Write in the caller's transaction: the change exists only if it commits. */
+  /** Write in the caller's TypeORM transaction. */
   manager?: EntityManager;
+  /**
+   * Write in the caller's transaction of another ORM or of plain pg, through
+   * a binding (`pgTransaction(client)`, `kyselyTransaction(trx)`,
+   * `drizzleTransaction(tx)`). The engine cannot see it commit: a task
+   * written here is held at once (never later than its due time), and one
+   * that fires before the commit is found by the loader's next round.
+   */
+  transaction?: DelayExecutor;
+  /**
+   * With `transaction` only: how to run a function once it commits (never
+   * after a rollback). The engine passes the observer's events (onScheduled,
+   * onCancelled) and a second hold of a task due before the loader's next
+   * round. Without it those events are not reported for this write: the
+   * observer only ever reports what committed.
+   */
+  afterCommit?: (run: () => void) => void;
 }
 
 /** Which of an entity's tasks an entity action takes, and in whose transaction. */
@@ -113,6 +156,10 @@ export interface TaskContext<P = JsonValue> {
   task: DelayedTask<P>;
   /** The claim transaction: writes through it commit together with executed_at, or not at all. */
   manager: EntityManager;
+  /** The same transaction as statements and rows (a binding's `kyselyOn`, `drizzleOn` need no more). */
+  sql: DelayExecutor;
+  /** The same transaction's node-pg client: a write through it commits with executed_at too. Never release or end it. */
+  client: ClaimClient;
   /** This attempt's number, from 1. */
   attempt: number;
   /**

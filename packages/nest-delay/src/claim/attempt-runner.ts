@@ -7,7 +7,7 @@ import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js'
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/sql.js';
 import { TaskOutcome } from '../task-outcome.js';
-import type { TaskId } from '../task.types.js';
+import type { ClaimClient, TaskId } from '../task.types.js';
 import { toTask, type TaskRow } from '../tasks/task-row.js';
 import {
   complete,
@@ -76,6 +76,9 @@ export class AttemptRunner {
         'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
       );
     const { manager } = connection.runner;
+    const { sql } = connection;
+    // One statement, one result: the array form is for scripts, which handlers do not send here.
+    const client = connection.client as unknown as ClaimClient;
     const { instanceId } = this.ctx.options;
     let returned: unknown;
     try {
@@ -87,6 +90,8 @@ export class AttemptRunner {
               handler.fn(row.payload, {
                 task: toTask(row),
                 manager,
+                sql,
+                client,
                 attempt: row.attempts,
                 instanceId,
                 occurrence,

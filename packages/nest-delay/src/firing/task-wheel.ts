@@ -9,7 +9,7 @@ import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { TickDriver } from './tick-driver.js';
 import { errorText } from '../delay.messages.js';
-import type { EntityManager } from 'typeorm';
+import type { CallerTransaction } from '../store/caller-transaction.js';
 import { stateOf, type TaskRow } from '../tasks/task-row.js';
 import type { Fate } from '../tasks/task-transitions.js';
 
@@ -171,7 +171,7 @@ export function followWrite(
   wheel: TaskWheel,
   ctx: Holds,
   row: TaskRow,
-  manager: EntityManager | undefined,
+  manager: CallerTransaction | undefined,
 ): void {
   const { policy } = ctx;
   if (stateOf(row) !== 'pending') return;
@@ -194,7 +194,7 @@ export function followBulkWrite(
   wheel: TaskWheel,
   ctx: Holds,
   rows: readonly { id: TaskId; due_at: Date; locked_by: string | null; type: string }[],
-  manager: EntityManager | undefined,
+  manager: CallerTransaction | undefined,
 ): void {
   for (const row of rows) {
     const dueAtMs = row.due_at.getTime();
@@ -210,7 +210,7 @@ export function followBulkWrite(
 export function followCancel(
   wheel: TaskWheel,
   id: TaskId,
-  manager: EntityManager | undefined,
+  manager: CallerTransaction | undefined,
 ): void {
   if (!manager) wheel.drop(id);
 }
@@ -233,12 +233,13 @@ export function followFate(wheel: TaskWheel, ctx: Pick<Holds, 'policy'>, fate: F
 /**
  * A write in the caller's transaction: held now, no later than its due time
  * (fired early, the claim sorts it out), and again when it commits. A
- * transaction TypeORM does not report (a raw BEGIN) still has the loader's round.
+ * transaction TypeORM does not report (a raw BEGIN, or another ORM's
+ * `transaction` given without `afterCommit`) still has the loader's round.
  */
 function holdUncommitted(
   wheel: TaskWheel,
   { policy, clock, afterCommit }: Holds,
-  manager: EntityManager,
+  manager: CallerTransaction,
   id: TaskId,
   dueAtMs: number,
   type: string,

@@ -1,12 +1,12 @@
 import type {
   DataSource,
-  EntityManager,
   EntitySubscriberInterface,
   QueryRunner,
   TransactionCommitEvent,
   TransactionRollbackEvent,
 } from 'typeorm';
 import { transactionDepth as depthOf } from '../store/typeorm-seam.js';
+import { ForeignTransaction, type CallerTransaction } from '../store/caller-transaction.js';
 
 interface Waiting {
   /** The caller's transaction depth when it was queued (savepoints nest). */
@@ -52,7 +52,12 @@ export class AfterCommit implements EntitySubscriberInterface {
     AfterCommit.attached.delete(this);
   }
 
-  run(manager: EntityManager | undefined, run: () => void): void {
+  /**
+   * A caller's `transaction` of another ORM (DelayService's option) is not
+   * seen committing: `run` goes to the `afterCommit` given with it, or is dropped.
+   */
+  run(manager: CallerTransaction | undefined, run: () => void): void {
+    if (manager instanceof ForeignTransaction) return manager.afterCommit?.(run);
     const runner = manager?.queryRunner;
     if (!runner || !runner.isTransactionActive) return run();
     let list = this.waiting.get(runner);

@@ -1,5 +1,7 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { releasedManager } from '../delay.messages.js';
+import type { DelayExecutor } from '../task.types.js';
+import { ForeignTransaction, type CallerTransaction } from './caller-transaction.js';
 import {
   broadcast,
   pgClientOf,
@@ -10,13 +12,12 @@ import {
 } from './typeorm-seam.js';
 
 /**
- * Runs one parameterised statement and returns its rows. A `name` asks for
- * it prepared, where the connection can (a claim's; see PreparedStatements):
- * one name, one text, always.
+ * Runs one parameterised statement and returns its rows: the public
+ * DelayExecutor, by its engine name. A `name` asks for it prepared, where
+ * the connection can (a claim's; see PreparedStatements): one name, one
+ * text, always.
  */
-export interface Sql {
-  rows<T>(text: string, params: unknown[], name?: string): Promise<T[]>;
-}
+export type Sql = DelayExecutor;
 
 /**
  * The one place that talks to `pg` directly, through the DataSource's driver.
@@ -65,9 +66,10 @@ export class Database {
     return this.dataSource.transaction((manager) => work(this.in(manager)));
   }
 
-  /** Statements in the caller's transaction when `manager` has one, else on the pool. */
-  in(manager: EntityManager | undefined): Sql {
-    const runner = manager?.queryRunner;
+  /** Statements in the caller's transaction when it gives one (see CallerTransaction), else on the pool. */
+  in(caller: CallerTransaction | undefined): Sql {
+    if (caller instanceof ForeignTransaction) return caller.sql;
+    const runner = caller?.queryRunner;
     if (!runner) return this.pool;
     return {
       rows: async <T>(text: string, params: unknown[]) => {
@@ -114,6 +116,8 @@ export function assertIds(ids: string[]): void {
 export interface ClaimConnection {
   /** TypeORM's runner on this connection: its manager is what handlers write through. */
   readonly runner: QueryRunner;
+  /** The pg client under it, for handlers that write through their own ORM (TaskContext.client). */
+  readonly client: PgClient;
   /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
   readonly sql: Sql;
   /**
@@ -234,6 +238,7 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
   };
   return {
     runner,
+    client,
     sql: {
       rows: async <T>(text: string, params: unknown[], name?: string) => {
         if (name === undefined || !prepared.enabled)

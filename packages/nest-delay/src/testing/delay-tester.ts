@@ -10,7 +10,8 @@ import { DelaySchedules } from '../schedules/delay-schedules.service.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
-import type { DelayedTask, JsonValue, TaskId } from '../task.types.js';
+import type { ClaimClient, DelayedTask, JsonValue, TaskId } from '../task.types.js';
+import { pgClientOf } from '../store/typeorm-seam.js';
 import { ManualClock } from './manual-clock.js';
 import { resetEngine } from './engine-reset.js';
 import { DEFAULT_MAX_STEPS, difference, walkTo, type RunReport } from './time-walk.js';
@@ -195,7 +196,8 @@ export class DelayTester {
       );
     }
     const now = new Date(this.anyClock.now());
-    const returned = await this.runtime.ctx.db.dataSource.transaction(async (manager) =>
+    const { db } = this.runtime.ctx;
+    const returned = await db.dataSource.transaction(async (manager) =>
       handler.fn(payload, {
         task: {
           id: '0',
@@ -216,6 +218,8 @@ export class DelayTester {
           updatedAt: now,
         },
         manager,
+        sql: db.in(manager),
+        client: (await pgClientOf(manager.queryRunner!)) as unknown as ClaimClient,
         attempt: 1,
         instanceId: this.runtime.ctx.options.instanceId,
         signal: new AbortController().signal,

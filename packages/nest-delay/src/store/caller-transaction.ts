@@ -1,0 +1,44 @@
+import type { EntityManager } from 'typeorm';
+import { DelayValidationError } from '../errors/delay-validation.error.js';
+import type { DelayExecutor, TransactionOptions } from '../task.types.js';
+
+/**
+ * A caller's transaction that is not TypeORM's (another ORM's, or plain
+ * pg's, through a binding): its statements, and how to run something once it
+ * commits when the caller said (else never: the engine cannot see its commit).
+ */
+export class ForeignTransaction {
+  constructor(
+    readonly sql: DelayExecutor,
+    readonly afterCommit: ((run: () => void) => void) | undefined,
+  ) {}
+}
+
+/** The caller's transaction as the engine passes it around; undefined: none, the pool's. */
+export type CallerTransaction = EntityManager | ForeignTransaction;
+
+/** `{ manager }` or `{ transaction, afterCommit }`, checked: whose transaction a call writes in. */
+export function callerTransaction(options: TransactionOptions): CallerTransaction | undefined {
+  const { manager, transaction, afterCommit } = options;
+  if (transaction === undefined) {
+    if (afterCommit !== undefined)
+      throw new DelayValidationError(
+        'afterCommit',
+        'is only for a `transaction`: a TypeORM `manager` reports its own commit',
+      );
+    return manager;
+  }
+  if (manager !== undefined)
+    throw new DelayValidationError(
+      'transaction',
+      'and manager were both given: give one of the two (manager for TypeORM, transaction for any other)',
+    );
+  if (typeof transaction?.rows !== 'function')
+    throw new DelayValidationError(
+      'transaction',
+      'must be a DelayExecutor ({ rows(text, params) }): nest-delay/pg, /kysely and /drizzle build one',
+    );
+  if (afterCommit !== undefined && typeof afterCommit !== 'function')
+    throw new DelayValidationError('afterCommit', 'must be a function');
+  return new ForeignTransaction(transaction, afterCommit);
+}
