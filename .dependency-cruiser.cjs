@@ -107,7 +107,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['(^|/)dist/', '[.]spec[.]ts$'] },
+    exclude: { path: ['^(packages/nest-delay/)?dist/', '[.]spec[.]ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {
