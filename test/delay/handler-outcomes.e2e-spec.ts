@@ -13,7 +13,10 @@ import {
 } from './delay-test-app.js';
 
 /** What a handler saw, by task id, and whether its manager was in a transaction then. */
-const seen = new Map<string, { context: TaskContext; inTransaction: boolean | undefined }>();
+const seen = new Map<
+  string,
+  { context: TaskContext; inTransaction: boolean | undefined; transactionIds?: string[] }
+>();
 
 @Injectable()
 class OutcomeHandlers {
@@ -44,9 +47,16 @@ class OutcomeHandlers {
 
   @DelayedTaskHandler('outcome.context')
   async context(_payload: unknown, context: TaskContext) {
+    const xid = `SELECT pg_current_xact_id()::text AS xid`;
+    const transactionIds = [
+      (await context.manager.query(xid))[0].xid,
+      (await context.sql.rows<{ xid: string }>(xid, []))[0].xid,
+      ((await context.client.query(xid)).rows[0] as { xid: string }).xid,
+    ];
     seen.set(context.task.id, {
       context,
       inTransaction: context.manager.queryRunner?.isTransactionActive,
+      transactionIds,
     });
     await recordEffect(context.manager, context);
   }
@@ -260,7 +270,7 @@ describe('per-handler options', () => {
 });
 
 describe('handler context', () => {
-  it('is { task, manager, attempt, instanceId, signal }, the manager in the claim transaction', async () => {
+  it('is { task, manager, sql, client, attempt, instanceId, signal }, the manager, sql and client in the claim transaction', async () => {
     const task = await t.delay.schedule({
       type: 'outcome.context',
       delay: '1m',
@@ -269,15 +279,19 @@ describe('handler context', () => {
     });
     await t.tester.advance('1m');
     expect(seen.has(task.id)).toBe(true);
-    const { context, inTransaction } = seen.get(task.id)!;
+    const { context, inTransaction, transactionIds } = seen.get(task.id)!;
     expect(Object.keys(context).sort()).toEqual([
       'attempt',
+      'client',
       'instanceId',
       'manager',
       'occurrence',
       'signal',
+      'sql',
       'task',
     ]);
+    // One transaction, whichever way the handler writes.
+    expect(new Set(transactionIds).size).toBe(1);
     // Set for an occurrence of a recurring schedule only.
     expect(context.occurrence).toBeUndefined();
     expect(context.signal.aborted).toBe(false);

@@ -5,7 +5,14 @@ import { execFileSync } from 'node:child_process';
 // (20.19+, 22.12+, 24), through the exports' `default` condition: no
 // top-level await anywhere in its graph. Runs the built package (npm test builds).
 describe('require("nest-delay") from CommonJS', () => {
-  it.each(['nest-delay', 'nest-delay/testing', 'nest-delay/admin'])('loads %s', (name) => {
+  it.each([
+    'nest-delay',
+    'nest-delay/testing',
+    'nest-delay/admin',
+    'nest-delay/pg',
+    'nest-delay/kysely',
+    'nest-delay/drizzle',
+  ])('loads %s', (name) => {
     const out = execFileSync(
       process.execPath,
       ['-e', `const m = require(${JSON.stringify(name)}); console.log(Object.keys(m).length > 0)`],
