@@ -26,7 +26,7 @@ const LAYERS = [
   ['retention', `${P}retention/`],
   ['runtime', `${P}runtime/`],
   ['services', `(${SERVICE}|${TOP_ROOT}|${P}admin/)`],
-  // nest-delay/pg, /kysely, /drizzle: entries of their own, each the only importer of its ORM.
+  // nest-delay/pg, /kysely, /drizzle, /prisma: entries of their own, each the only importer of its ORM.
   ['bindings', `${P}bindings/`],
   ['admin-module', `${P}admin-module/`],
   ['testing', `${P}testing/`],
@@ -83,9 +83,9 @@ module.exports = {
       name: 'orms-only-in-their-binding',
       severity: 'error',
       comment:
-        'kysely and drizzle-orm are optional peers: only their binding (nest-delay/kysely, nest-delay/drizzle) may import one, and nothing imports a binding.',
+        'kysely, drizzle-orm and Prisma are optional peers: only their binding (nest-delay/kysely, /drizzle, /prisma) may import one, and nothing imports a binding.',
       from: { path: P, pathNot: `${P}bindings/` },
-      to: { path: ['(^|/)node_modules/(kysely|drizzle-orm)/', `${P}bindings/`] },
+      to: { path: ['(^|/)node_modules/(kysely|drizzle-orm|@prisma/[^/]+)/', `${P}bindings/`] },
     },
     {
       name: 'package-never-imports-the-app',

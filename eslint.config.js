@@ -10,6 +10,7 @@ export default tseslint.config(
       'coverage/**',
       '.data/**',
       'bench/results/**',
+      'test/delay/prisma/generated/**',
       '.dependency-cruiser.cjs',
     ],
   },

@@ -12,6 +12,7 @@ describe('require("nest-delay") from CommonJS', () => {
     'nest-delay/pg',
     'nest-delay/kysely',
     'nest-delay/drizzle',
+    'nest-delay/prisma',
   ])('loads %s', (name) => {
     const out = execFileSync(
       process.execPath,
