@@ -38,14 +38,16 @@ describeWithServer('nest-delay/prisma', () => {
   const fixture = useBindingApp(prismaBinding);
   bindingCases(fixture);
 
-  it('reads rows as pg parses them (a bigint as its text, a timestamptz as a Date), binding values as parameters', async () => {
+  it('reads rows as pg parses them (a bigint as its text, a timestamptz as a Date, jsonb parsed), binding values as parameters', async () => {
     const { t, binding } = fixture;
     const hostile = `'); DROP TABLE effect; --`;
     const rows = await binding
       .inTransaction(async (transaction) => {
         const read = await transaction.rows(
           `SELECT $1::timestamptz AS at, $2::text = $2 AS same, $2 AS word,
-                  9007199254740993::bigint AS id, ARRAY[1, 2]::bigint[] AS ids, count(*) AS n
+                  9007199254740993::bigint AS id, ARRAY[1, 2]::bigint[] AS ids, count(*) AS n,
+                  2::int AS attempt, 1.5::float8 AS ms, '{"a": [1]}'::jsonb AS payload,
+                  ARRAY['x', 'y']::text[] AS words
              FROM (VALUES (1)) one`,
           [new Date(1_000), hostile],
         );
@@ -60,6 +62,10 @@ describeWithServer('nest-delay/prisma', () => {
         id: '9007199254740993',
         ids: ['1', '2'],
         n: '1',
+        attempt: 2,
+        ms: 1.5,
+        payload: { a: [1] },
+        words: ['x', 'y'],
       },
     ]);
     expect(await t.query(`SELECT count(*)::int AS n FROM effect`)).toEqual([

@@ -76,7 +76,8 @@ interface PoolClientEvents {
 /**
  * A row of Prisma's raw query as node-pg reads it, as the engine expects:
  * Prisma gives bigint columns (ids, counts) as BigInt where pg gives their
- * text; its Dates, numbers, strings and JSON are pg's already.
+ * text; the other types the engine's statements return (timestamptz, text,
+ * int, float8, boolean, jsonb and their arrays) read as pg's already.
  */
 function asPgReads(row: unknown): Record<string, unknown> {
   const read: Record<string, unknown> = {};
