@@ -84,7 +84,7 @@ describeWithServer('nest-delay/prisma', () => {
     const failed = await t.delay.get({ id: task.id });
     expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
     expect(failed!.lastError).toMatch(
-      /"begin" refused: a handler runs inside its claim's transaction/i,
+      /"BEGIN" refused: a handler runs inside its claim's transaction/,
     );
     await t.tester.advance('10s');
     expect(await t.effects(task.id)).toBe(1);
