@@ -1,7 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
-import pg from 'pg';
 import type { DelayExecutor, TaskContext } from '../task.types.js';
-import { lentClient, type LentClient } from './lent-client.js';
+import { ClaimPool } from './claim-pool.js';
+import { lentClient } from './lent-client.js';
 
 /** What the engine needs of a Prisma transaction client (`prisma.$transaction(async (tx) => …)`). */
 export interface PrismaRawQueries {
@@ -35,42 +35,6 @@ export function prismaOn<Client>(
   create: (adapter: PrismaPg) => Client,
 ): Client {
   return create(new PrismaPg(new ClaimPool(lentClient(ctx))));
-}
-
-/**
- * A pool of one lent connection, the claim's: PrismaPg uses a pool it is
- * given only if it is a `pg.Pool`, sends plain statements to `pool.query`
- * and a `$transaction` to `pool.connect()` (whose BEGIN the lent client
- * refuses). It never opens a connection of its own, and ending it ends
- * nothing: the claim gives its connection back when it commits.
- */
-class ClaimPool extends pg.Pool {
-  readonly #client: LentClient & PoolClientEvents;
-
-  constructor(lent: LentClient) {
-    super({ max: 1 });
-    // PrismaPg listens for errors on the connection it takes; the claim's
-    // errors are the engine's to handle, so nothing is added to its client.
-    const events: PoolClientEvents = { on: () => this.#client, removeListener: () => this.#client };
-    this.#client = Object.assign(lent, events);
-  }
-
-  override query(config: any, values?: any): any {
-    return this.#client.query(config, values);
-  }
-
-  override connect(): any {
-    return Promise.resolve(this.#client);
-  }
-
-  override end(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-interface PoolClientEvents {
-  on(event: string, listener: (...args: unknown[]) => void): unknown;
-  removeListener(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 
 /**
