@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DelayValidationError } from './errors/delay-validation.error.js';
+import { DelayValidationError } from './errors/delay-errors.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { followBulkWrite, followCancel, followWrite } from './firing/task-wheel.js';
@@ -107,10 +107,7 @@ export class DelayService {
             ),
           );
     this.track(row, manager);
-    if (row.inserted && this.observer.wants('onScheduled')) {
-      const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
-      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onScheduled', event));
-    }
+    if (row.inserted) this.tell('onScheduled', [row], manager);
     return toTask<P>(row);
   }
 
@@ -154,23 +151,9 @@ export class DelayService {
           this.policy,
         )
       : await this.leasing(manager, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
-    followBulkWrite(
-      this.wheel,
-      this.runtime.ctx,
-      rows.map((row) => ({ ...row, type: reqs[row.n - 1].type })),
-      manager,
-    );
-    if (rows.length > 0 && this.observer.wants('onScheduled')) {
-      const events = rows.map((row) => ({
-        id: row.id,
-        type: reqs[row.n - 1].type,
-        key: row.key,
-        dueAt: row.due_at,
-      }));
-      this.runtime.ctx.afterCommit.run(manager, () => {
-        for (const event of events) this.observer.emit('onScheduled', event);
-      });
-    }
+    const typed = rows.map((row) => ({ ...row, type: reqs[row.n - 1].type }));
+    followBulkWrite(this.wheel, this.runtime.ctx, typed, manager);
+    this.tell('onScheduled', typed, manager);
     return bulkResults(sql, reqs, rows, unkeyed);
   }
 
@@ -190,15 +173,7 @@ export class DelayService {
     const row = await cancelTask(this.db.in(manager), checked, cancel(), new Date(this.now()));
     const cancelled = actedRow(checked, row, 'cancel');
     followCancel(this.wheel, cancelled.id, manager);
-    if (this.observer.wants('onCancelled')) {
-      const event = {
-        id: cancelled.id,
-        type: cancelled.type,
-        key: cancelled.key,
-        dueAt: cancelled.due_at,
-      };
-      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onCancelled', event));
-    }
+    this.tell('onCancelled', [cancelled], manager);
     return toTask(cancelled);
   }
 
@@ -249,17 +224,7 @@ export class DelayService {
       new Date(this.now()),
     );
     for (const row of rows) followCancel(this.wheel, row.id, manager);
-    if (rows.length > 0 && this.observer.wants('onCancelled')) {
-      const events = rows.map((row) => ({
-        id: row.id,
-        type: row.type,
-        key: row.key,
-        dueAt: row.due_at,
-      }));
-      this.runtime.ctx.afterCommit.run(manager, () => {
-        for (const event of events) this.observer.emit('onCancelled', event);
-      });
-    }
+    this.tell('onCancelled', rows, manager);
     return entityResult(scope.entity, rows);
   }
 
@@ -338,10 +303,6 @@ export class DelayService {
     return this.runtime.ctx.db;
   }
 
-  private get observer() {
-    return this.runtime.ctx.observer;
-  }
-
   private get policy() {
     return this.runtime.ctx.policy;
   }
@@ -353,6 +314,25 @@ export class DelayService {
   /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
   private leasing<T>(manager: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
     return manager ? write : this.runtime.writes.track(write);
+  }
+
+  /** Tells the observer of these tasks once `manager` commits (at once without one). */
+  private tell(
+    hook: 'onScheduled' | 'onCancelled',
+    rows: Pick<TaskRow, 'id' | 'type' | 'key' | 'due_at'>[],
+    manager: CallerTransaction | undefined,
+  ): void {
+    const { observer, afterCommit } = this.runtime.ctx;
+    if (rows.length === 0 || !observer.wants(hook)) return;
+    const events = rows.map((row) => ({
+      id: row.id,
+      type: row.type,
+      key: row.key,
+      dueAt: row.due_at,
+    }));
+    afterCommit.run(manager, () => {
+      for (const event of events) observer.emit(hook, event);
+    });
   }
 
   /** Keeps the wheel in step with a row just written (the hold rules in firing/task-wheel.ts). */

@@ -8,7 +8,7 @@ import {
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';
-import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
+import { DuplicateHandlerError } from './errors/delay-errors.js';
 import { assertKnownHandlerOptions } from './option-keys.js';
 import type { TaskOutcome } from './task-outcome.js';
 import type { TaskContext } from './task.types.js';

@@ -6,50 +6,30 @@ import type {
   RetryPolicy,
 } from './delay-options.types.js';
 import { closest } from './closest-name.js';
-import { UnknownOptionError } from './errors/unknown-option.error.js';
+import { UnknownOptionError } from './errors/delay-errors.js';
 import type { DelayObserver } from './delay-observer.js';
 
-// The keys each options object may have; `satisfies` fails the build when an
-// interface gains or loses one and its list does not follow.
-const MODULE_KEYS = Object.keys({
-  tickMs: 1,
-  slots: 1,
-  window: 1,
-  concurrency: 1,
-  batchSize: 1,
-  handlersPerClaim: 1,
-  lease: 1,
-  loadPageSize: 1,
-  retry: 1,
-  instanceId: 1,
-  allowUnknownTypes: 1,
-  shutdownTimeout: 1,
-  handlerTimeout: 1,
-  retention: 1,
-  observer: 1,
-  tracing: 1,
-  preparedStatements: 1,
-} satisfies Record<keyof DelayModuleOptions, 1>);
-const RETRY_KEYS = Object.keys({
-  maxAttempts: 1,
-  baseDelay: 1,
-  maxDelay: 1,
-  jitter: 1,
-} satisfies Record<keyof RetryPolicy, 1>);
-const RETENTION_KEYS = Object.keys({
-  finished: 1,
-  dead: 1,
-  interval: 1,
-} satisfies Record<keyof RetentionPolicy, 1>);
-const OBSERVER_KEYS = Object.keys({
-  onScheduled: 1,
-  onCancelled: 1,
-  onExecuted: 1,
-  onFailed: 1,
-  onDeadLettered: 1,
-  onSnoozed: 1,
-  onClaim: 1,
-} satisfies Record<keyof DelayObserver, 1>);
+type Words<S extends string> = S extends `${infer Head} ${infer Rest}` ? Head | Words<Rest> : S;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/**
+ * The keys of `T`, space-separated, in the order messages list them; the
+ * build fails when `T` gains or loses a key and its list does not follow.
+ */
+function keysOf<T>() {
+  return <S extends string>(list: S & (Same<Words<S>, keyof T> extends true ? unknown : never)) =>
+    list.split(' ');
+}
+
+const MODULE_KEYS = keysOf<DelayModuleOptions>()(
+  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements',
+);
+const RETRY_KEYS = keysOf<RetryPolicy>()('maxAttempts baseDelay maxDelay jitter');
+const RETENTION_KEYS = keysOf<RetentionPolicy>()('finished dead interval');
+const OBSERVER_KEYS = keysOf<DelayObserver>()(
+  'onScheduled onCancelled onExecuted onFailed onDeadLettered onSnoozed onClaim',
+);
+
 /** forRoot's extras: Nest takes them out of forRoot's options, but not out of what a factory returns. */
 const EXTRA_KEYS = ['isGlobal', 'dataSource'];
 
@@ -93,17 +73,8 @@ export function assertKnownAsyncOptions(options: object): void {
   );
 }
 
-const HANDLER_KEYS = Object.keys({
-  maxAttempts: 1,
-  retry: 1,
-  timeout: 1,
-  limit: 1,
-} satisfies Record<keyof HandlerOptions, 1>);
-const LIMIT_KEYS = Object.keys({
-  concurrency: 1,
-  rate: 1,
-  key: 1,
-} satisfies Record<keyof TaskLimit, 1>);
+const HANDLER_KEYS = keysOf<HandlerOptions>()('maxAttempts retry timeout limit');
+const LIMIT_KEYS = keysOf<TaskLimit>()('concurrency rate key');
 const HANDLER_RETRY_KEYS = RETRY_KEYS.filter((key) => key !== 'maxAttempts');
 
 /** The same check for `@DelayedTaskHandler(type, options)`; `where` names the handler. */

@@ -7,11 +7,13 @@ import {
   type ArgumentsHost,
 } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { DelayValidationError } from './delay-validation.error.js';
-import { ScheduleNotFoundError } from './schedule-not-found.error.js';
-import { TaskNotFoundError } from './task-not-found.error.js';
-import { TaskStateError } from './task-state.error.js';
-import { UnknownTaskTypeError } from './unknown-task-type.error.js';
+import {
+  DelayValidationError,
+  ScheduleNotFoundError,
+  TaskNotFoundError,
+  TaskStateError,
+  UnknownTaskTypeError,
+} from './delay-errors.js';
 
 /**
  * The package's errors as HTTP errors, each with what it names beside its
