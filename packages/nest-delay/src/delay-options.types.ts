@@ -111,27 +111,3 @@ export interface DelayModuleOptions {
    */
   preparedStatements?: boolean;
 }
-
-export interface ResolvedDelayOptions {
-  tickMs: number;
-  slots: number;
-  windowMs: number;
-  concurrency: number | undefined;
-  batchSize: number;
-  leaseMs: number;
-  heartbeatMs: number;
-  loadPageSize: number;
-  maxAttempts: number;
-  instanceId: string;
-  allowUnknownTypes: boolean;
-  shutdownTimeoutMs: number;
-  handlerTimeoutMs: number;
-  backoff: Backoff;
-  /** null: kept forever. */
-  keepFinishedMs: number | null;
-  keepDeadMs: number | null;
-  pruneEveryMs: number;
-  observer: DelayObserver | undefined;
-  tracing: boolean;
-  preparedStatements: boolean;
-}

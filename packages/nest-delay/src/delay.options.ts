@@ -3,18 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
 import type { DelayObserver } from './delay-observer.js';
 import { assertKnownOptions } from './option-keys.js';
-import type {
-  Backoff,
-  DelayModuleOptions,
-  ResolvedDelayOptions,
-  RetryPolicy,
-} from './delay-options.types.js';
+import type { Backoff, DelayModuleOptions, RetryPolicy } from './delay-options.types.js';
 
 export type {
   Backoff,
   DelayModuleOptions,
   HandlerOptions,
-  ResolvedDelayOptions,
   RetentionPolicy,
   RetryPolicy,
 } from './delay-options.types.js';
@@ -60,11 +54,10 @@ function durationOption(value: Duration | undefined, name: string, fallback: Dur
   return parseDuration(value ?? fallback, `DelayModule option ${name}`);
 }
 
-export function defaultInstanceId(): string {
-  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-}
+/** The options with every default filled in; retention's null keeps forever. */
+export type ResolvedDelayOptions = ReturnType<typeof resolveDelayOptions>;
 
-export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedDelayOptions {
+export function resolveDelayOptions(options: DelayModuleOptions = {}) {
   assertKnownOptions(options);
   const tickMs = positiveInteger(options.tickMs, 'tickMs', 1000);
   const slots = positiveInteger(options.slots, 'slots', 3600);
@@ -98,7 +91,8 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
       'retry.maxAttempts',
     ),
     backoff: resolveBackoff(options.retry, DEFAULT_BACKOFF, 'DelayModule option retry'),
-    instanceId: options.instanceId ?? defaultInstanceId(),
+    instanceId:
+      options.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     allowUnknownTypes: options.allowUnknownTypes ?? false,
     shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
     handlerTimeoutMs: positiveDuration(options.handlerTimeout, 'handlerTimeout', '60s'),
