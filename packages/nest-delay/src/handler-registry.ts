@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  assertKnownHandlerOptions,
   resolveBackoff,
   type Backoff,
   type HandlerOptions,
@@ -9,7 +10,6 @@ import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';
 import { DuplicateHandlerError } from './errors/delay-errors.js';
-import { assertKnownHandlerOptions } from './option-keys.js';
 import type { TaskOutcome } from './task-outcome.js';
 import type { TaskContext } from './task.types.js';
 

@@ -1,7 +1,10 @@
-import { resolveDelayOptions } from './delay.options.js';
+import {
+  assertKnownAsyncOptions,
+  assertKnownHandlerOptions,
+  resolveDelayOptions,
+} from './delay.options.js';
 import { UnknownTaskTypeError, UnknownOptionError } from './errors/delay-errors.js';
 import { closest } from './closest-name.js';
-import { assertKnownAsyncOptions, assertKnownHandlerOptions } from './option-keys.js';
 
 /** The error `fn` throws, to assert on its fields. */
 function thrown(fn: () => unknown): UnknownOptionError {
