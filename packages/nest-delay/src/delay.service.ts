@@ -28,6 +28,7 @@ import {
   reschedule,
   rescheduleEntity,
   revive,
+  type MoveAction,
 } from './tasks/task-transitions.js';
 import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
 import {
@@ -186,20 +187,9 @@ export class DelayService {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const dueAtMs = dueAtOf(when ?? {}, nowMs);
-    const manager = callerTransaction(options);
-    const inCaller = manager !== undefined;
-    const row = await this.leasing(
-      manager,
-      rescheduleTask(
-        this.db.in(manager),
-        checked,
-        reschedule(dueAtMs, nowMs, this.policy, inCaller),
-        new Date(nowMs),
-      ),
+    return this.move(checked, options, 'reschedule', nowMs, rescheduleTask, (inCaller) =>
+      reschedule(dueAtMs, nowMs, this.policy, inCaller),
     );
-    const changed = actedRow(checked, row, 'reschedule');
-    this.track(changed, manager);
-    return toTask(changed);
   }
 
   /**
@@ -278,18 +268,24 @@ export class DelayService {
   ): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
-    const manager = callerTransaction(options);
-    const inCaller = manager !== undefined;
-    const row = await this.leasing(
-      manager,
-      reviveTask(
-        this.db.in(manager),
-        checked,
-        revive(nowMs, this.policy, inCaller),
-        new Date(nowMs),
-      ),
+    return this.move(checked, options, action, nowMs, reviveTask, (inCaller) =>
+      revive(nowMs, this.policy, inCaller),
     );
-    const changed = actedRow(checked, row, action);
+  }
+
+  /** One task moved (rescheduled, revived) by one statement; the wheel follows. */
+  private async move(
+    ref: TaskRef,
+    options: TransactionOptions,
+    action: 'reschedule' | 'revive' | 'retry',
+    nowMs: number,
+    statement: typeof rescheduleTask,
+    transition: (inCaller: boolean) => MoveAction,
+  ): Promise<DelayedTask> {
+    const manager = callerTransaction(options);
+    const sql = this.db.in(manager);
+    const write = statement(sql, ref, transition(manager !== undefined), new Date(nowMs));
+    const changed = actedRow(ref, await this.leasing(manager, write), action);
     this.track(changed, manager);
     return toTask(changed);
   }
