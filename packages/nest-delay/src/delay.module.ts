@@ -3,7 +3,6 @@ import { DiscoveryModule } from '@nestjs/core';
 import { DelayAdmin } from './admin/delay-admin.service.js';
 import type { DataSource } from 'typeorm';
 import { CLOCK } from './clock/index.js';
-import { DELAY_DATA_SOURCE } from './delay.tokens.js';
 import { measuredDatabaseClock } from './lease/clock-watch.js';
 import { Database } from './store/sql.js';
 import {
@@ -12,14 +11,21 @@ import {
   DelayConfigurableModule,
 } from './delay.module-definition.js';
 import { DelayExplorer } from './delay.explorer.js';
-import { resolveDelayOptions } from './delay.options.js';
+import {
+  assertKnownAsyncOptions,
+  resolveDelayOptions,
+  type ResolvedDelayOptions,
+} from './delay.options.js';
 import { DelayService } from './delay.service.js';
-import { DELAY_OBSERVER_CALLS, DELAY_OPTIONS, DELAY_TRACING } from './delay.tokens.js';
+import {
+  DELAY_DATA_SOURCE,
+  DELAY_OBSERVER_CALLS,
+  DELAY_OPTIONS,
+  DELAY_TRACING,
+} from './delay.tokens.js';
 import { HandlerRegistry } from './handler-registry.js';
-import { assertKnownAsyncOptions } from './option-keys.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { loadTaskTracing } from './tracing/task-tracing.js';
-import type { ResolvedDelayOptions } from './delay.options.js';
 import { DelaySchedules } from './schedules/delay-schedules.service.js';
 import { DelayLimits } from './limits/delay-limits.service.js';
 import { ScheduleRegistry } from './schedules/schedule-registry.js';

@@ -1,23 +1,215 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { parseDuration, type Duration } from './duration.js';
+import type { TaskLimit } from './task-limit.js';
 import type { DelayObserver } from './delay-observer.js';
-import { assertKnownOptions } from './option-keys.js';
-import type {
-  Backoff,
-  DelayModuleOptions,
-  ResolvedDelayOptions,
-  RetryPolicy,
-} from './delay-options.types.js';
+import { closest } from './closest-name.js';
+import { UnknownOptionError } from './errors/delay-errors.js';
 
-export type {
-  Backoff,
-  DelayModuleOptions,
-  HandlerOptions,
-  ResolvedDelayOptions,
-  RetentionPolicy,
-  RetryPolicy,
-} from './delay-options.types.js';
+export interface RetryPolicy {
+  /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
+  maxAttempts?: number;
+  /** First retry after this long, doubling each attempt (default 1s). */
+  baseDelay?: Duration;
+  /** Backoff ceiling (default 1h). */
+  maxDelay?: Duration;
+  /** Random spread as a fraction of the delay, 0..1 (default 0.2). */
+  jitter?: number;
+}
+
+/** Options of one handler, on its decorator: `@DelayedTaskHandler('type', { maxAttempts: 3 })`. */
+export interface HandlerOptions {
+  /** Attempts for tasks of this type scheduled without their own (default: the module's). */
+  maxAttempts?: number;
+  /** Backoff between this type's attempts (default: the module's `retry`). */
+  retry?: Omit<RetryPolicy, 'maxAttempts'>;
+  /** How long one attempt may run before its signal aborts (default: the module's `handlerTimeout`). */
+  timeout?: Duration;
+  /**
+   * Shared limits for this type, across every instance: handlers at once,
+   * starts per period, optionally per key of the payload (docs/limits.md).
+   * Changed at run time with DelayLimits.
+   */
+  limit?: TaskLimit;
+}
+
+/** A backoff with every field known. */
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+  jitter: number;
+}
+
+/** How long finished tasks are kept; `false` keeps them forever. */
+export interface RetentionPolicy {
+  /** Executed and cancelled tasks, after they finished (default 7d). */
+  finished?: Duration | false;
+  /** Dead-lettered tasks, after they died (default 30d): time to look and retry. */
+  dead?: Duration | false;
+  /** How often one instance prunes (default 1m). */
+  interval?: Duration;
+}
+
+export interface DelayModuleOptions {
+  /**
+   * Length of one wheel tick (default 1000 ms): how far ahead of their due time
+   * entries leave the wheel for the due queue. Not the timing resolution: each
+   * task fires at its own due time, whatever the tick.
+   */
+  tickMs?: number;
+  /** Slots in the ring (default 3600): one revolution is slots × tickMs. */
+  slots?: number;
+  /** Tasks due within this window are held in memory (default: one revolution). */
+  window?: Duration;
+  /**
+   * Claim transactions that run at once, each holding a connection of the
+   * pool (default: half the pool size, at least 1, at most 10, so the app's
+   * requests always find connections behind a backlog).
+   */
+  concurrency?: number;
+  /** Most tasks claimed in one transaction (default 50). */
+  batchSize?: number;
+  /**
+   * @deprecated Since 0.3, and without effect: a claim's handlers run one
+   * after another, each under a savepoint. For handlers that wait on
+   * something outside the database, raise `concurrency` (claims on
+   * connections of their own) instead.
+   */
+  handlersPerClaim?: number;
+  /** How long an instance's hold on its tasks outlives its last heartbeat (default 30s). */
+  lease?: Duration;
+  /** How many tasks one loader query leases (default 5000). */
+  loadPageSize?: number;
+  retry?: RetryPolicy;
+  /** Names this process in `delayed_task.locked_by` (default: host-pid-random). */
+  instanceId?: string;
+  /** Let `schedule` accept types no handler here knows (apps that only produce tasks). */
+  allowUnknownTypes?: boolean;
+  /** How long shutdown waits for in-flight handlers (default 10s). */
+  shutdownTimeout?: Duration;
+  /**
+   * How long one attempt of a handler may run (default 60s; a handler may set
+   * its own). At the timeout its context's `signal` aborts; a handler still
+   * running a grace period later is cut off and the attempt counts as failed.
+   */
+  handlerTimeout?: Duration;
+  /** Deleting old finished tasks; see RetentionPolicy. */
+  retention?: RetentionPolicy;
+  /** Told of every task's lifecycle after commit (metrics, events); see DelayObserver. */
+  observer?: DelayObserver;
+  /**
+   * OpenTelemetry tracing (default true): with `@opentelemetry/api` installed
+   * and an SDK registered, a task keeps the trace context it was scheduled in
+   * and its handler's span continues it. `false` never loads the API.
+   */
+  tracing?: boolean;
+  /**
+   * Prepare the claim's statement once per connection (default true), so
+   * Postgres does not plan it again at every claim: most of a small claim's
+   * cost. Set false behind a pooler in transaction mode that does not carry
+   * prepared statements (PgBouncer before 1.21). Without it, the first claim
+   * that meets such a pooler fails, is retried a tick later, and the engine
+   * stops preparing, with a warning that says so.
+   */
+  preparedStatements?: boolean;
+}
+
+// Unknown keys: a misspelt option (`tickMS: 50`) would otherwise be ignored without a word.
+
+type Words<S extends string> = S extends `${infer Head} ${infer Rest}` ? Head | Words<Rest> : S;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/**
+ * The keys of `T`, space-separated, in the order messages list them; the
+ * build fails when `T` gains or loses a key and its list does not follow.
+ */
+function keysOf<T>() {
+  return <S extends string>(list: S & (Same<Words<S>, keyof T> extends true ? unknown : never)) =>
+    list.split(' ');
+}
+
+const MODULE_KEYS = keysOf<DelayModuleOptions>()(
+  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements',
+);
+const RETRY_KEYS = keysOf<RetryPolicy>()('maxAttempts baseDelay maxDelay jitter');
+const RETENTION_KEYS = keysOf<RetentionPolicy>()('finished dead interval');
+const OBSERVER_KEYS = keysOf<DelayObserver>()(
+  'onScheduled onCancelled onExecuted onFailed onDeadLettered onSnoozed onClaim',
+);
+
+/** forRoot's extras: Nest takes them out of forRoot's options, but not out of what a factory returns. */
+const EXTRA_KEYS = ['isGlobal', 'dataSource'];
+
+/** Stops the boot on a key no option has, naming it, as a bad value does. */
+export function assertKnownOptions(options: DelayModuleOptions): void {
+  assertKnownKeys(options, MODULE_KEYS, 'DelayModule', '', (key) =>
+    EXTRA_KEYS.includes(key)
+      ? `${key} shapes the module itself: give it to forRootAsync beside useFactory, not in the options the factory returns.`
+      : undefined,
+  );
+  assertKnownKeys(options.retry, RETRY_KEYS, 'DelayModule', 'retry.');
+  assertKnownKeys(options.retention, RETENTION_KEYS, 'DelayModule', 'retention.');
+  // An observer may be any object (a metrics service); only its on... names must be known.
+  const observer: object = options.observer ?? {};
+  const handlerNames = Object.keys(observer).filter((key) => /^on[A-Z]/.test(key));
+  assertKnownKeys(
+    Object.fromEntries(handlerNames.map((key) => [key, true])),
+    OBSERVER_KEYS,
+    'DelayModule',
+    'observer.',
+  );
+}
+
+/** What forRootAsync takes: Nest's async-provider keys and the extras. */
+const ASYNC_KEYS = [
+  'imports',
+  'inject',
+  'useFactory',
+  'useClass',
+  'useExisting',
+  'provideInjectionTokensFrom',
+  ...EXTRA_KEYS,
+];
+
+/** Nest passes forRootAsync's unknown keys on as extras and ignores them; this stops there instead. */
+export function assertKnownAsyncOptions(options: object): void {
+  assertKnownKeys(options, ASYNC_KEYS, 'DelayModule.forRootAsync', '', (key) =>
+    MODULE_KEYS.includes(key)
+      ? `${key} is a module option: return it from useFactory (or the options factory class).`
+      : undefined,
+  );
+}
+
+const HANDLER_KEYS = keysOf<HandlerOptions>()('maxAttempts retry timeout limit');
+const LIMIT_KEYS = keysOf<TaskLimit>()('concurrency rate key');
+const HANDLER_RETRY_KEYS = RETRY_KEYS.filter((key) => key !== 'maxAttempts');
+
+/** The same check for `@DelayedTaskHandler(type, options)`; `where` names the handler. */
+export function assertKnownHandlerOptions(options: HandlerOptions, where: string): void {
+  assertKnownKeys(options, HANDLER_KEYS, where);
+  assertKnownKeys(options.limit, LIMIT_KEYS, where, 'limit.');
+  assertKnownKeys(options.limit?.rate, ['starts', 'per'], where, 'limit.rate.');
+  assertKnownKeys(options.retry, HANDLER_RETRY_KEYS, where, 'retry.', (key) =>
+    key === 'maxAttempts' ? 'A handler sets maxAttempts beside retry, not in it.' : undefined,
+  );
+}
+
+/** A misspelt option (`tickMS: 50`) would otherwise be ignored without a word. */
+function assertKnownKeys(
+  value: unknown,
+  known: readonly string[],
+  where: string,
+  prefix = '',
+  hint?: (key: string) => string | undefined,
+): void {
+  if (value === null || typeof value !== 'object') return;
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue;
+    throw new UnknownOptionError(where, prefix + key, closest(key, known), known, hint?.(key));
+  }
+}
+
+// Values: each checked, with its default.
 
 function positiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -60,11 +252,10 @@ function durationOption(value: Duration | undefined, name: string, fallback: Dur
   return parseDuration(value ?? fallback, `DelayModule option ${name}`);
 }
 
-export function defaultInstanceId(): string {
-  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-}
+/** The options with every default filled in; retention's null keeps forever. */
+export type ResolvedDelayOptions = ReturnType<typeof resolveDelayOptions>;
 
-export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedDelayOptions {
+export function resolveDelayOptions(options: DelayModuleOptions = {}) {
   assertKnownOptions(options);
   const tickMs = positiveInteger(options.tickMs, 'tickMs', 1000);
   const slots = positiveInteger(options.slots, 'slots', 3600);
@@ -98,7 +289,8 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
       'retry.maxAttempts',
     ),
     backoff: resolveBackoff(options.retry, DEFAULT_BACKOFF, 'DelayModule option retry'),
-    instanceId: options.instanceId ?? defaultInstanceId(),
+    instanceId:
+      options.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     allowUnknownTypes: options.allowUnknownTypes ?? false,
     shutdownTimeoutMs: durationOption(options.shutdownTimeout, 'shutdownTimeout', '10s'),
     handlerTimeoutMs: positiveDuration(options.handlerTimeout, 'handlerTimeout', '60s'),

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DelayValidationError } from './errors/delay-validation.error.js';
+import { DelayValidationError } from './errors/delay-errors.js';
 import { HandlerRegistry } from './handler-registry.js';
 import { DelayRuntime } from './runtime/delay.runtime.js';
 import { followBulkWrite, followCancel, followWrite } from './firing/task-wheel.js';
@@ -28,6 +28,7 @@ import {
   reschedule,
   rescheduleEntity,
   revive,
+  type MoveAction,
 } from './tasks/task-transitions.js';
 import { checkEntityMove, checkEntityScope } from './tasks/entity-request.js';
 import {
@@ -107,10 +108,7 @@ export class DelayService {
             ),
           );
     this.track(row, manager);
-    if (row.inserted && this.observer.wants('onScheduled')) {
-      const event = { id: row.id, type: row.type, key: row.key, dueAt: row.due_at };
-      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onScheduled', event));
-    }
+    if (row.inserted) this.tell('onScheduled', [row], manager);
     return toTask<P>(row);
   }
 
@@ -154,23 +152,9 @@ export class DelayService {
           this.policy,
         )
       : await this.leasing(manager, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
-    followBulkWrite(
-      this.wheel,
-      this.runtime.ctx,
-      rows.map((row) => ({ ...row, type: reqs[row.n - 1].type })),
-      manager,
-    );
-    if (rows.length > 0 && this.observer.wants('onScheduled')) {
-      const events = rows.map((row) => ({
-        id: row.id,
-        type: reqs[row.n - 1].type,
-        key: row.key,
-        dueAt: row.due_at,
-      }));
-      this.runtime.ctx.afterCommit.run(manager, () => {
-        for (const event of events) this.observer.emit('onScheduled', event);
-      });
-    }
+    const typed = rows.map((row) => ({ ...row, type: reqs[row.n - 1].type }));
+    followBulkWrite(this.wheel, this.runtime.ctx, typed, manager);
+    this.tell('onScheduled', typed, manager);
     return bulkResults(sql, reqs, rows, unkeyed);
   }
 
@@ -190,15 +174,7 @@ export class DelayService {
     const row = await cancelTask(this.db.in(manager), checked, cancel(), new Date(this.now()));
     const cancelled = actedRow(checked, row, 'cancel');
     followCancel(this.wheel, cancelled.id, manager);
-    if (this.observer.wants('onCancelled')) {
-      const event = {
-        id: cancelled.id,
-        type: cancelled.type,
-        key: cancelled.key,
-        dueAt: cancelled.due_at,
-      };
-      this.runtime.ctx.afterCommit.run(manager, () => this.observer.emit('onCancelled', event));
-    }
+    this.tell('onCancelled', [cancelled], manager);
     return toTask(cancelled);
   }
 
@@ -211,20 +187,9 @@ export class DelayService {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
     const dueAtMs = dueAtOf(when ?? {}, nowMs);
-    const manager = callerTransaction(options);
-    const inCaller = manager !== undefined;
-    const row = await this.leasing(
-      manager,
-      rescheduleTask(
-        this.db.in(manager),
-        checked,
-        reschedule(dueAtMs, nowMs, this.policy, inCaller),
-        new Date(nowMs),
-      ),
+    return this.move(checked, options, 'reschedule', nowMs, rescheduleTask, (inCaller) =>
+      reschedule(dueAtMs, nowMs, this.policy, inCaller),
     );
-    const changed = actedRow(checked, row, 'reschedule');
-    this.track(changed, manager);
-    return toTask(changed);
   }
 
   /**
@@ -249,17 +214,7 @@ export class DelayService {
       new Date(this.now()),
     );
     for (const row of rows) followCancel(this.wheel, row.id, manager);
-    if (rows.length > 0 && this.observer.wants('onCancelled')) {
-      const events = rows.map((row) => ({
-        id: row.id,
-        type: row.type,
-        key: row.key,
-        dueAt: row.due_at,
-      }));
-      this.runtime.ctx.afterCommit.run(manager, () => {
-        for (const event of events) this.observer.emit('onCancelled', event);
-      });
-    }
+    this.tell('onCancelled', rows, manager);
     return entityResult(scope.entity, rows);
   }
 
@@ -313,18 +268,24 @@ export class DelayService {
   ): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
     const nowMs = this.now();
-    const manager = callerTransaction(options);
-    const inCaller = manager !== undefined;
-    const row = await this.leasing(
-      manager,
-      reviveTask(
-        this.db.in(manager),
-        checked,
-        revive(nowMs, this.policy, inCaller),
-        new Date(nowMs),
-      ),
+    return this.move(checked, options, action, nowMs, reviveTask, (inCaller) =>
+      revive(nowMs, this.policy, inCaller),
     );
-    const changed = actedRow(checked, row, action);
+  }
+
+  /** One task moved (rescheduled, revived) by one statement; the wheel follows. */
+  private async move(
+    ref: TaskRef,
+    options: TransactionOptions,
+    action: 'reschedule' | 'revive' | 'retry',
+    nowMs: number,
+    statement: typeof rescheduleTask,
+    transition: (inCaller: boolean) => MoveAction,
+  ): Promise<DelayedTask> {
+    const manager = callerTransaction(options);
+    const sql = this.db.in(manager);
+    const write = statement(sql, ref, transition(manager !== undefined), new Date(nowMs));
+    const changed = actedRow(ref, await this.leasing(manager, write), action);
     this.track(changed, manager);
     return toTask(changed);
   }
@@ -338,10 +299,6 @@ export class DelayService {
     return this.runtime.ctx.db;
   }
 
-  private get observer() {
-    return this.runtime.ctx.observer;
-  }
-
   private get policy() {
     return this.runtime.ctx.policy;
   }
@@ -353,6 +310,25 @@ export class DelayService {
   /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
   private leasing<T>(manager: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
     return manager ? write : this.runtime.writes.track(write);
+  }
+
+  /** Tells the observer of these tasks once `manager` commits (at once without one). */
+  private tell(
+    hook: 'onScheduled' | 'onCancelled',
+    rows: Pick<TaskRow, 'id' | 'type' | 'key' | 'due_at'>[],
+    manager: CallerTransaction | undefined,
+  ): void {
+    const { observer, afterCommit } = this.runtime.ctx;
+    if (rows.length === 0 || !observer.wants(hook)) return;
+    const events = rows.map((row) => ({
+      id: row.id,
+      type: row.type,
+      key: row.key,
+      dueAt: row.due_at,
+    }));
+    afterCommit.run(manager, () => {
+      for (const event of events) observer.emit(hook, event);
+    });
   }
 
   /** Keeps the wheel in step with a row just written (the hold rules in firing/task-wheel.ts). */

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  assertKnownHandlerOptions,
   resolveBackoff,
   type Backoff,
   type HandlerOptions,
@@ -8,8 +9,7 @@ import {
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';
-import { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
-import { assertKnownHandlerOptions } from './option-keys.js';
+import { DuplicateHandlerError } from './errors/delay-errors.js';
 import type { TaskOutcome } from './task-outcome.js';
 import type { TaskContext } from './task.types.js';
 
@@ -42,15 +42,9 @@ export interface DeclaredLimit {
 export class HandlerRegistry {
   private readonly handlers = new Map<string, RegisteredHandler>();
   private keyed: string[] | undefined;
-  private readonly defaults: { maxAttempts: number; backoff: Backoff; timeoutMs: number };
 
-  constructor(@Inject(DELAY_OPTIONS) options: ResolvedDelayOptions) {
-    this.defaults = {
-      maxAttempts: options.maxAttempts,
-      backoff: options.backoff,
-      timeoutMs: options.handlerTimeoutMs,
-    };
-  }
+  /** The module's options: what a handler does not set itself. */
+  constructor(@Inject(DELAY_OPTIONS) private readonly defaults: ResolvedDelayOptions) {}
 
   register(type: string, fn: TaskHandlerFn, name: string, options: HandlerOptions = {}): void {
     if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
@@ -71,7 +65,7 @@ export class HandlerRegistry {
     const backoff = resolveBackoff(options.retry, this.defaults.backoff, `${where} retry`);
     const timeoutMs =
       options.timeout === undefined
-        ? this.defaults.timeoutMs
+        ? this.defaults.handlerTimeoutMs
         : parseDuration(options.timeout, `${where} timeout`);
     if (timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
       throw new TypeError(`${where} timeout must be from 1 ms to 24.8 days; got ${timeoutMs} ms`);
@@ -106,7 +100,7 @@ export class HandlerRegistry {
 
   /** The longest attempt any handler here may take: the Postgres-side backstop is set above it. */
   longestTimeoutMs(): number {
-    let longest = this.defaults.timeoutMs;
+    let longest = this.defaults.handlerTimeoutMs;
     for (const handler of this.handlers.values()) longest = Math.max(longest, handler.timeoutMs);
     return longest;
   }

@@ -15,7 +15,6 @@ export type {
   ScheduleInfo,
   ScheduleRule,
 } from './schedules/schedule.types.js';
-export { ScheduleNotFoundError } from './errors/schedule-not-found.error.js';
 export { DelayAdmin } from './admin/delay-admin.service.js';
 export type {
   InstanceInfo,
@@ -62,12 +61,15 @@ export type {
   DelayExecutor,
   ClaimClient,
 } from './task.types.js';
-export { DelayValidationError } from './errors/delay-validation.error.js';
-export { DuplicateHandlerError } from './errors/duplicate-handler.error.js';
-export { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
-export { TaskNotFoundError } from './errors/task-not-found.error.js';
-export { TaskStateError } from './errors/task-state.error.js';
-export { UnknownOptionError } from './errors/unknown-option.error.js';
+export {
+  ScheduleNotFoundError,
+  DelayValidationError,
+  DuplicateHandlerError,
+  UnknownTaskTypeError,
+  TaskNotFoundError,
+  TaskStateError,
+  UnknownOptionError,
+} from './errors/delay-errors.js';
 export { DelayExceptionFilter, delayHttpException } from './errors/delay-exception.filter.js';
 export { CLOCK, type Clock, type TimerHandle } from './clock/index.js';
 export { parseDuration, tryParseDuration, type Duration } from './duration.js';

@@ -1,8 +1,10 @@
-import { resolveDelayOptions } from './delay.options.js';
-import { UnknownTaskTypeError } from './errors/unknown-task-type.error.js';
-import { UnknownOptionError } from './errors/unknown-option.error.js';
+import {
+  assertKnownAsyncOptions,
+  assertKnownHandlerOptions,
+  resolveDelayOptions,
+} from './delay.options.js';
+import { UnknownTaskTypeError, UnknownOptionError } from './errors/delay-errors.js';
 import { closest } from './closest-name.js';
-import { assertKnownAsyncOptions, assertKnownHandlerOptions } from './option-keys.js';
 
 /** The error `fn` throws, to assert on its fields. */
 function thrown(fn: () => unknown): UnknownOptionError {

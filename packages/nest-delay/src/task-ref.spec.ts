@@ -1,4 +1,4 @@
-import { DelayValidationError } from './errors/delay-validation.error.js';
+import { DelayValidationError } from './errors/delay-errors.js';
 import { checkTaskRef } from './task-ref.js';
 
 describe('checkTaskRef', () => {

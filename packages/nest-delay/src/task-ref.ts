@@ -1,4 +1,4 @@
-import { DelayValidationError } from './errors/delay-validation.error.js';
+import { DelayValidationError } from './errors/delay-errors.js';
 import type { TaskId, TaskRef } from './task.types.js';
 
 /** Largest bigserial: ids are compared as digits, never through a float. */

@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DelayService } from '../delay.service.js';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
-import { TaskNotFoundError } from '../errors/task-not-found.error.js';
-import { TaskStateError } from '../errors/task-state.error.js';
+import { DelayValidationError, TaskNotFoundError, TaskStateError } from '../errors/delay-errors.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import {
   getInstance,

@@ -7,11 +7,13 @@ import {
   type ArgumentsHost,
 } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { DelayValidationError } from './delay-validation.error.js';
-import { ScheduleNotFoundError } from './schedule-not-found.error.js';
-import { TaskNotFoundError } from './task-not-found.error.js';
-import { TaskStateError } from './task-state.error.js';
-import { UnknownTaskTypeError } from './unknown-task-type.error.js';
+import {
+  DelayValidationError,
+  ScheduleNotFoundError,
+  TaskNotFoundError,
+  TaskStateError,
+  UnknownTaskTypeError,
+} from './delay-errors.js';
 
 /**
  * The package's errors as HTTP errors, each with what it names beside its
@@ -20,42 +22,25 @@ import { UnknownTaskTypeError } from './unknown-task-type.error.js';
  * does not fit (409). Anything else: undefined.
  */
 export function delayHttpException(error: unknown): HttpException | undefined {
-  if (error instanceof DelayValidationError)
-    return new BadRequestException({
-      statusCode: 400,
-      error: 'Bad Request',
-      message: error.message,
-      field: error.field,
-    });
-  if (error instanceof TaskNotFoundError)
-    return new NotFoundException({
-      statusCode: 404,
-      error: 'Not Found',
-      message: error.message,
-      ...error.ref,
-    });
+  if (error instanceof DelayValidationError) return answer(400, error, { field: error.field });
+  if (error instanceof TaskNotFoundError) return answer(404, error, error.ref);
   if (error instanceof ScheduleNotFoundError)
-    return new NotFoundException({
-      statusCode: 404,
-      error: 'Not Found',
-      message: error.message,
-      schedule: error.scheduleName,
-    });
-  if (error instanceof UnknownTaskTypeError)
-    return new NotFoundException({
-      statusCode: 404,
-      error: 'Not Found',
-      message: error.message,
-      type: error.type,
-    });
-  if (error instanceof TaskStateError)
-    return new ConflictException({
-      statusCode: 409,
-      error: 'Conflict',
-      message: error.message,
-      state: error.state,
-    });
+    return answer(404, error, { schedule: error.scheduleName });
+  if (error instanceof UnknownTaskTypeError) return answer(404, error, { type: error.type });
+  if (error instanceof TaskStateError) return answer(409, error, { state: error.state });
   return undefined;
+}
+
+const ANSWERS = {
+  400: [BadRequestException, 'Bad Request'],
+  404: [NotFoundException, 'Not Found'],
+  409: [ConflictException, 'Conflict'],
+} as const;
+
+/** Nest's body for the status, with the error's message and what it names. */
+function answer(statusCode: keyof typeof ANSWERS, error: Error, named: object): HttpException {
+  const [Exception, name] = ANSWERS[statusCode];
+  return new Exception({ statusCode, error: name, message: error.message, ...named });
 }
 
 /**

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
-import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import { DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import { countWaiting, readTypeLimits, setPaused, writeOverride } from './limit-statements.js';

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ScheduleNotFoundError } from '../errors/schedule-not-found.error.js';
-import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import { ScheduleNotFoundError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import {

@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 import { Recurrence } from './recurrence.js';
 
 /** An instant as a reader of that zone's clocks sees it: '2026-03-29 03:00:00 GMT+2'. */

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 
 /** When a recurring task recurs: a cron expression in a time zone, or a fixed interval. */
 export type RecurrenceSpec = { cron: string; timeZone: string } | { everyMs: number };

@@ -1,4 +1,4 @@
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 import { parseDuration } from '../duration.js';
 import type { ScheduleSpec } from './schedule-statements.js';
 import { Recurrence } from './recurrence.js';

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 import type { DelayExecutor, TransactionOptions } from '../task.types.js';
 
 /**

@@ -1,5 +1,4 @@
-import { TaskNotFoundError } from '../errors/task-not-found.error.js';
-import { TaskStateError } from '../errors/task-state.error.js';
+import { TaskNotFoundError, TaskStateError } from '../errors/delay-errors.js';
 import type { TaskRef } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
 import type { TraceCarrier } from '../trace-carrier.js';

@@ -1,4 +1,4 @@
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 import { checkEntityMove, checkEntityScope } from './entity-request.js';
 
 const now = Date.UTC(2026, 0, 1);

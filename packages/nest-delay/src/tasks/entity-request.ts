@@ -1,5 +1,5 @@
 import { tryParseDuration, type Duration } from '../duration.js';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
+import { DelayValidationError } from '../errors/delay-errors.js';
 import { checkEntity, dueAtOf } from './schedule-request.js';
 
 /** Which of an entity's pending tasks an entity action takes: all of them, or only these types. */

@@ -1,6 +1,5 @@
 import { tryParseDuration, type Duration } from '../duration.js';
-import { DelayValidationError } from '../errors/delay-validation.error.js';
-import { UnknownTaskTypeError } from '../errors/unknown-task-type.error.js';
+import { DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { ScheduleRequest } from '../task.types.js';
 
