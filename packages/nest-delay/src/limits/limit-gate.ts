@@ -20,7 +20,6 @@ import {
   declareLimits,
   findFired,
   findWaiting,
-  freeSeats,
   readTypeLimits,
 } from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
@@ -28,21 +27,12 @@ import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
 
 /**
- * Where tasks of limited or paused types wait (docs/limits.md). The
- * dispatcher sends fired tasks of such types here by their type (take),
- * unclaimed; here they wait in lines, one per type and key, in due order
- * (GateLines), charged nothing and holding no connection, until a claim of
- * the gate's takes them. That claim decides, in the database, across instances;
- * this class only paces the asking: when a claim says "busy" (seats held
- * elsewhere) the line waits with a backoff and looks at the seats in one
- * statement for all such lines before trying again; a rate's line sleeps
- * until its next credit frees; a paused line waits for the book to say
- * resumed. Nothing spins: while tasks wait, the cost is one read of the
- * limits a second, plus one look at busy seats per backoff.
- *
- * It holds at most `capacity` tasks: those beyond are shed (they stay in the
- * table, leased here or to no one) and read again by type, through the
- * dispatcher's queue, once there is room (refill).
+ * Where fired tasks of limited or paused types wait (docs/limits.md), in
+ * lines per type and key (GateLines), holding no connection, until a claim
+ * of the gate's takes them; that claim decides, in the database. A line
+ * refused waits: for its next credit, a backoff (seats held elsewhere), or
+ * a resume. At most `capacity` tasks are held: the rest stay in the table
+ * and are read back by type once there is room (refill).
  */
 export class LimitGate implements LifecycleService {
   readonly book: LimitBook;
@@ -50,7 +40,6 @@ export class LimitGate implements LifecycleService {
   private timer: TimerHandle | undefined;
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
-  private looking = false;
   private readingBook = 0;
   /** When the book was last read (-Infinity: never). */
   private readAtMs = -Infinity;
@@ -155,12 +144,9 @@ export class LimitGate implements LifecycleService {
     return this.lines.readySize(this.ctx.clock.now()) + this.reading.size;
   }
 
-  /**
-   * A read of its own under way (the limits, the seats, shed tasks): what it
-   * finds may make a line ready, so a test's settle waits for it.
-   */
+  /** A read under way (limits, shed tasks) may make a line ready: settle waits for it. */
   get busy(): boolean {
-    return this.looking || this.refilling || this.readingBook > 0 || this.reading.size > 0;
+    return this.refilling || this.readingBook > 0 || this.reading.size > 0;
   }
 
   /** Something could start now (the dispatcher's settle and pump ask). */
@@ -279,33 +265,10 @@ export class LimitGate implements LifecycleService {
     this.timer = this.ctx.clock.setTimer(atMs, () => {
       this.timer = undefined;
       this.timerAtMs = Infinity;
-      void this.lookAgain();
+      this.lines.wakeDue(this.ctx.clock.now());
+      this.arm();
+      this.wake();
     });
-  }
-
-  /** Lines whose wait is over: those blocked by seats held elsewhere look first, all in one statement. */
-  private async lookAgain(): Promise<void> {
-    if (this.looking || this.stopped) return;
-    this.looking = true;
-    try {
-      const busy = this.lines.dueToLook(this.ctx.clock.now());
-      if (busy.length > 0) {
-        const lines = busy.map((line) => ({
-          type: line.type,
-          key: line.key,
-          seats: this.book.of(line.type).effective.concurrency ?? 1,
-        }));
-        const free = await freeSeats(this.ctx.db.pool, lines).catch((error: unknown) => {
-          this.ctx.logger.error(`Looking at limits' seats failed: ${errorText(error)}`);
-          return lines.map(() => false);
-        });
-        this.lines.looked(busy, free, this.ctx.clock.now());
-      }
-    } finally {
-      this.looking = false;
-    }
-    this.arm();
-    this.wake();
   }
 
   /** The limits as stored: read every second while anything waits here, or when asked (`force`). */

@@ -199,28 +199,6 @@ export async function writeOverride(
 }
 
 /**
- * Of lines waiting for a seat held elsewhere, those with one free now. Each
- * try lock is released at the end of the statement: this only looks.
- */
-export async function freeSeats(
-  sql: Sql,
-  lines: Array<{ type: string; key: string; seats: number }>,
-): Promise<boolean[]> {
-  if (lines.length === 0) return [];
-  const rows = await sql.rows<{ i: number; free: boolean }>(
-    `SELECT i, EXISTS (
-       SELECT 1 FROM generate_series(0, l.seats - 1) s
-       WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('l.type', 'l.key', 's')})
-     ) AS free
-     FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS l(type, key, seats, i)`,
-    [lines.map((l) => l.type), lines.map((l) => l.key), lines.map((l) => l.seats)],
-  );
-  const free = new Array<boolean>(lines.length).fill(false);
-  for (const row of rows) free[Number(row.i) - 1] = row.free;
-  return free;
-}
-
-/**
  * Pending tasks of these types due by `now`, by type, each counted up to
  * `cap` (a backlog of millions is "at least cap", not a million-row count
  * on every read): what waits behind their limits or pauses, cluster-wide.
