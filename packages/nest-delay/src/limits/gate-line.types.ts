@@ -1,14 +1,6 @@
 import type { TaskId } from '../task.types.js';
 import type { ResolvedLimit } from '../task-limit.js';
 
-/** A due task of a limited (or paused) type, for its line in the limit gate. */
-export interface GatedRow {
-  id: TaskId;
-  type: string;
-  payload: unknown;
-  dueAtMs: number;
-}
-
 /**
  * Why the database refused a gate's claim: paused (or a pause committing),
  * every seat held elsewhere, or a rate in force with no credit held (a stale

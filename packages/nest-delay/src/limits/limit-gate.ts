@@ -1,7 +1,6 @@
 import type { TimerHandle } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import type { GatedRow } from './gate-line.types.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
@@ -25,6 +24,14 @@ import {
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
+
+/** A due task of a gated type, for its line. */
+interface GatedRow {
+  id: TaskId;
+  type: string;
+  payload: unknown;
+  dueAtMs: number;
+}
 
 /**
  * Where fired tasks of limited or paused types wait (docs/limits.md), in
@@ -55,9 +62,8 @@ export class LimitGate implements LifecycleService {
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
-    /** The dispatcher: asked to take ready lines' heads when it has room. */
     private readonly wake: () => void,
-    /** Hands tasks to the dispatcher's queue (a type no longer limited, a refill). */
+    /** To the dispatcher's queue (a type no longer gated). */
     private readonly release: (ids: TaskId[]) => void,
     /** Ids in the dispatcher's queue: a refill fills the room left by both. */
     private readonly queued: () => number,
@@ -107,10 +113,7 @@ export class LimitGate implements LifecycleService {
     this.shed.clear();
   }
 
-  /**
-   * Forgets every task waiting here and reads the limits again: for
-   * DelayTester.reset, which deleted those tasks and the run-time limits.
-   */
+  /** For DelayTester.reset (which deleted the tasks and run-time limits): forget all, read the limits. */
   async forget(): Promise<void> {
     this.timer?.cancel();
     this.timer = undefined;
@@ -160,11 +163,9 @@ export class LimitGate implements LifecycleService {
   }
 
   /**
-   * Fired tasks the dispatcher sent here by their type, or that a plain
-   * claim found limited or paused (`stale`: the book lacked it; read again).
-   * One plain read (findFired) gives their lines what they need; one no
-   * longer pending is let go. If it fails, they go to the claim queue, whose
-   * claim sends those still limited back here: none is left nowhere.
+   * Fired tasks of gated types, or that a plain claim found gated (`stale`:
+   * read the book again). One plain read (findFired) lines them; if it
+   * fails they go to the claim queue, whose claim sends them back here.
    */
   take(ids: TaskId[], stale = false): void {
     if (this.stopped) return;
@@ -225,10 +226,7 @@ export class LimitGate implements LifecycleService {
     this.wake();
   }
 
-  /**
-   * What the claim of `claim` came to: `back` are its tasks that did not
-   * run (in their line again, in due order); the line moves on or waits.
-   */
+  /** What `claim` came to; `back`: its tasks that did not run, in their line again. */
   ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
     const nowMs = this.ctx.clock.now();
     if (outcome.kind === 'paused')
@@ -295,16 +293,12 @@ export class LimitGate implements LifecycleService {
   }
 
   /**
-   * Shed tasks come back once the gate and the queue are at most half full:
-   * a page of one shed type (not paused), up to the gate's capacity, is read, in due order, from the
-   * table (those leased here or to no one), into their lines while the type
-   * gates (the line's claim checks each, as always); else to the queue.
+   * Once the gate and the queue are at most half full, the next page of one
+   * shed, unpaused type is read back in due order (findWaiting): to its
+   * lines while the type gates, else to the queue.
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;
-    // Once at most half full, up to full: pages of half the capacity, not
-    // trickles. Spread over many keys, a trickle is a few tasks a line, and
-    // each line's claims are as small (the per-key scene of the limits bench).
     const held = this.lines.size + this.queued();
     if (held > this.capacity / 2) return;
     const room = this.capacity - held;
