@@ -14,14 +14,11 @@ export interface LineGating {
 }
 
 /**
- * A gate's claim of one line's tasks, once its line check (lineCheckInScript)
- * and the claim statement took them: hands them to the savepoint pass one at
- * a time, in due order. The check's locks (pause lock, seat, lease row) hold
- * to the claim's end. Before each start after the first, the savepoint step
- * also asks whether a pause() waits (pauseWaitingProbe): then, as once it has
- * run GATE_CLAIM_MAX_MS, it starts no more, and puts back the tasks not
- * started (returnUnstarted), for their line. So a pause waits for one
- * handler, and no transaction outlives a second by more than one handler's run.
+ * A gate's claim of one line's tasks, started one at a time in due order
+ * under the line check's locks (held to the claim's end). It stops when a
+ * pause() waits (pauseWaitingProbe, before each start after the first) or
+ * after GATE_CLAIM_MAX_MS, and puts back the tasks not started: a pause
+ * waits for one handler, a transaction outlives a second by one handler's run.
  */
 export class LineRun {
   private index = 0;
@@ -55,11 +52,7 @@ export class LineRun {
     return this.claimed.slice(0, this.index);
   }
 
-  /**
-   * Puts back the claimed tasks that did not start, in the claim's
-   * transaction (outside any task's savepoint), so they commit unchanged;
-   * returns their ids, for their line.
-   */
+  /** Puts back the tasks not started, in the claim's transaction (outside any savepoint); returns their ids. */
   async putBack(): Promise<TaskId[]> {
     const unstarted = this.claimed.slice(this.index).map((row) => row.id);
     if (unstarted.length > 0) await returnUnstarted(this.sql, unstarted, this.claimedAt);

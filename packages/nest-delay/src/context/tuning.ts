@@ -62,9 +62,8 @@ export const GATE_CAPACITY_PAGES = 4;
 /** The gate holds at least this many tasks, however small the pages. */
 export const GATE_CAPACITY_MIN = 1000;
 /**
- * A limit's line whose seats are all held by other instances looks again
- * after this, doubling up to LIMIT_BUSY_MAX_RETRY_MS: one statement for all
- * such lines (LimitGate.lookAgain). Its own claims ending wake it at once.
+ * A limit's line whose seats are all held by other instances claims again
+ * after this, doubling up to LIMIT_BUSY_MAX_RETRY_MS. Its own claims ending wake it at once.
  */
 export const LIMIT_BUSY_FIRST_RETRY_MS = 10;
 export const LIMIT_BUSY_MAX_RETRY_MS = 1000;

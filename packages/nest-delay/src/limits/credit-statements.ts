@@ -30,12 +30,9 @@ export type CreditAnswer =
   | { taken: []; nextFreeMs: null; unlimited: true };
 
 /**
- * Takes up to `count` credits for starts of `type`/`key`, marking them in
- * flight for `holder`, in a statement of its own (committed before the
- * claim). The rate is the run-time one when set, else the stored declared
- * one, else `declared` (this instance's code). `nowMs` is
- * the clock's time for a clock of the test's own; null uses the database's
- * (the default). Credits are made on first use.
+ * Takes up to `count` credits of `type`/`key` in flight for `holder`,
+ * committed before the claim; credits are made on first use. `nowMs`: a
+ * test clock's time; null, the database's.
  */
 export async function takeCredits(
   sql: Sql,
@@ -116,12 +113,7 @@ export interface StartedCredit {
   credit: number;
 }
 
-/**
- * Stamps credits once their starts have happened, any number in one
- * statement: with the database's clock when `nowMs` is null, so each stamp
- * is later than its start (a stamp sent later than its start only frees its
- * credit later: the safe side).
- */
+/** Stamps credits whose starts happened, on the database's clock (null `nowMs`): after each start. */
 export async function stampCredits(
   sql: Sql,
   credits: StartedCredit[],

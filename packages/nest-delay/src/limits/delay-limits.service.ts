@@ -39,12 +39,10 @@ export interface TypeLimitInfo {
 }
 
 /**
- * Shared limits at run time: pause and resume a type on every instance, set
- * limits in place of the declared ones, or go back to them. Each change is
- * one statement on `delay_type_limit`, which every claim reads, so it holds
- * for every instance from its next claim; tasks already waiting here follow
- * at once, those waiting elsewhere within a second. Pausing moves no task:
- * each keeps its due time and runs on resume, in due order, once.
+ * Shared limits at run time: pause and resume a type, set limits in place
+ * of the declared ones, or reset. Each change is one statement on
+ * `delay_type_limit`, which every claim reads: it holds on every instance
+ * from its next claim. Pausing moves no task: each runs on resume, once.
  */
 @Injectable()
 export class DelayLimits {

@@ -3,8 +3,15 @@ import type { DelayContext } from '../context/delay-context.js';
 import type { GateClaim, GateItem, GateOutcome, LimitGate } from './limit-gate.js';
 import type { LineRefusal } from './gate-line.types.js';
 import type { TaskId } from '../task.types.js';
-import { reapCredits, returnCredit, takeCredits, type TakenCredit } from './credit-statements.js';
-import { CreditStamps } from './credit-stamps.js';
+import { STAMP_TRIES } from '../context/tuning.js';
+import {
+  reapCredits,
+  returnCredit,
+  stampCredits,
+  takeCredits,
+  type StartedCredit,
+  type TakenCredit,
+} from './credit-statements.js';
 
 /** A gate's claim: its line, and what to do once each handler started. */
 export interface LineClaim {
@@ -38,35 +45,26 @@ export interface LineClaimRunner {
 }
 
 /**
- * The limits' side of a gate's claim of one line's tasks: rate credits
- * first, in a statement of their own (as many as free, up to one a task;
- * none: the line waits until one frees), then the claim (ClaimRunner): its
- * line check (lineCheckInScript: the pause, one concurrency seat for them all,
- * the credits still held), one claim statement, and the handlers one after
- * another, with savepoints, so that no handler starts twice.
- * Each credit is stamped once its handler has started (CreditStamps, many
- * in a statement); those unused are put back. What the claim came to goes back to the gate
- * (LimitGate.ended).
+ * A gate's claim of one line's tasks: rate credits first, in a statement of
+ * their own (none free: the line waits), then the claim (ClaimRunner: line
+ * check, one claim statement, handlers one at a time under savepoints). A
+ * credit is stamped once its start happened; those unused are put back.
  */
 export class GateClaims {
-  /** Rate credits being stamped after their starts. */
-  private readonly stamps: CreditStamps;
+  /** Credits whose starts happened, to stamp: one statement in flight takes all queued. */
+  private queued: StartedCredit[] = [];
+  private flushing: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(
     private readonly ctx: DelayContext,
     private readonly gate: LimitGate,
     private readonly runner: LineClaimRunner,
-  ) {
-    this.stamps = new CreditStamps(
-      ctx,
-      () => runner.limitNowMs(),
-      (type, key) => gate.creditSettled(type, key, false),
-    );
-  }
+  ) {}
 
   /** A credit's stamp is queued or under way. */
   get stamping(): boolean {
-    return this.stamps.busy;
+    return this.flushing !== undefined;
   }
 
   /** Credits this instance left in flight under the same id before a restart. */
@@ -74,9 +72,10 @@ export class GateClaims {
     await reapCredits(this.ctx.db.pool, [this.ctx.options.instanceId]);
   }
 
-  /** Waits for the stamps queued and under way. */
+  /** Waits for the stamps queued and under way (each batch tried once more at most). */
   async stop(): Promise<void> {
-    await this.stamps.stop();
+    this.stopped = true;
+    await this.flushing;
   }
 
   async run(gated: GateClaim): Promise<void> {
@@ -121,7 +120,9 @@ export class GateClaims {
           credits: taken?.map((credit) => credit.credit),
           onStart: () => {
             const credit = taken?.[used++];
-            if (credit) this.stamps.add({ type: line.type, key: line.key, credit: credit.credit });
+            if (!credit) return;
+            this.queued.push({ type: line.type, key: line.key, credit: credit.credit });
+            this.flushing ??= this.flush();
           },
         },
       );
@@ -165,5 +166,34 @@ export class GateClaims {
       this.gate.ended(gated, outcome, back);
       if (returned) this.gate.creditSettled(line.type, line.key, true);
     }
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queued.length > 0) await this.stamp(this.queued.splice(0));
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /** A batch that fails is tried again a few times; then its credits stay in flight (the safe side) until reapCredits. */
+  private async stamp(batch: StartedCredit[]): Promise<void> {
+    const { ctx } = this;
+    for (let tries = 1; ; tries++) {
+      try {
+        await stampCredits(ctx.db.pool, batch, ctx.options.instanceId, this.runner.limitNowMs());
+        break;
+      } catch (error) {
+        if (tries >= STAMP_TRIES || (this.stopped && tries >= 2)) {
+          ctx.logger.error(
+            `Stamping ${batch.length} rate credit(s) of ${batch[0].type} failed; they stay in use until this instance restarts or is taken over: ${errorText(error)}`,
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * tries));
+      }
+    }
+    const lines = new Map(batch.map((c) => [`${c.type}\u001f${c.key}`, c]));
+    for (const { type, key } of lines.values()) this.gate.creditSettled(type, key, false);
   }
 }

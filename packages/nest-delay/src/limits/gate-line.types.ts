@@ -1,27 +1,12 @@
 import type { TaskId } from '../task.types.js';
 import type { ResolvedLimit } from '../task-limit.js';
 
-/** A due task of a limited (or paused) type, for its line in the limit gate. */
-export interface GatedRow {
-  id: TaskId;
-  type: string;
-  payload: unknown;
-  dueAtMs: number;
-}
-
 /**
- * Why a gate's claim of a task was refused, decided by the database in the
- * claim statement: the type is paused (or a pause is being committed),
- * its concurrency seats are all held elsewhere, or a rate is in force and
- * the claim holds no credit for it (its instance's picture of the limits was
- * stale, or its credits were reaped by a takeover).
+ * Why the database refused a gate's claim: paused (or a pause committing),
+ * every seat held elsewhere, or a rate in force with no credit held (a stale
+ * picture of the limits, or credits reaped by a takeover).
  */
 export type LineRefusal = 'paused' | 'busy' | 'unpaced';
-
-/**
- * The shapes of the limit gate's lines (GateLines): a task waiting, a line,
- * a claim the gate asks for, and what it came to.
- */
 
 /** One task waiting behind its line's limit. */
 export interface GateItem {
@@ -47,15 +32,9 @@ export interface Line {
   backoffMs: number;
   /** When it last started a claim (a count): among heads due together, the line that waited longest goes first. */
   turn: number;
-  /**
-   * A claim of it is taking a rate credit: the next waits, so credits go in
-   * due order rather than to whichever claim reaches the database first.
-   */
+  /** A claim of it is taking rate credits: the next waits, so credits go in due order. */
   takingCredit: boolean;
-  /**
-   * Its last take found every credit in flight (taken by claims not yet
-   * started or stamped): the next stamp or put-back, not a clock, says when to ask again.
-   */
+  /** Its last take found every credit in flight: the next stamp or put-back says when to ask again. */
   creditsInFlight: boolean;
   /** Counts its credits put back here: a take that raced one may have skipped it (locked). */
   putBacks: number;
@@ -76,11 +55,7 @@ export type GateOutcome =
   /** The database found a rate in force that this instance's picture lacked: read the limits again. */
   | { kind: 'stale' };
 
-/**
- * A claim the gate asks for: tasks of one line, in due order, under the
- * limits in force. They run one after another in one transaction, which
- * holds one concurrency seat and a rate credit for each start.
- */
+/** Tasks of one line, in due order, for one claim: one seat, a rate credit a start. */
 export interface GateClaim {
   line: Line;
   items: GateItem[];

@@ -120,6 +120,22 @@ describe('GateLines', () => {
   });
 });
 
+describe('GateLines: a line whose seats are held elsewhere', () => {
+  it('claims again once its backoff is over, and waits twice as long after another busy answer', () => {
+    const { lines } = linesWith({ t: { concurrency: 1, rate: null } }, { batchSize: 1 });
+    lines.add({ id: '1', type: 't', key: '', dueAtMs: 0 }, 0);
+    const first = lines.next(0, true)!;
+    lines.ended(first, { kind: 'busy' }, first.items, 0);
+    lines.wakeDue(9);
+    expect(lines.hasReady(9)).toBe(false);
+    lines.wakeDue(10);
+    const again = lines.next(10, true)!;
+    expect(again.items.map((item) => item.id)).toEqual(['1']);
+    lines.ended(again, { kind: 'busy' }, again.items, 10);
+    expect(lines.nextWakeMs()).toBe(30);
+  });
+});
+
 describe('LimitBook', () => {
   it('puts a run-time override in place of the declared limits, field for field, and a reset back', () => {
     fc.assert(

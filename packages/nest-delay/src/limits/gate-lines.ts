@@ -4,13 +4,8 @@ import type { TypeLimits } from './limit-book.js';
 import type { GateClaim, GateItem, GateLinesConfig, GateOutcome, Line } from './gate-line.types.js';
 
 /**
- * The limit gate's lines, with no clock, timer or database of their own
- * (the caller passes `nowMs`): which waiting task goes next, in what share,
- * and how a line waits after its claim. Unit-tested on its own
- * (gate-lines.spec.ts); LimitGate runs it.
- *
- * Words (docs/limits.md): a task held back by a limit or a pause is
- * *waiting*; a concurrency limit's unit is a *seat*; a rate's is a *credit*.
+ * The limit gate's lines, pure (the caller passes `nowMs`): which waiting
+ * task goes next, in what share, and how a line waits after its claim.
  */
 
 export type { GateClaim, GateItem, GateLinesConfig, GateOutcome, Line } from './gate-line.types.js';
@@ -65,8 +60,7 @@ export class GateLines {
     task: { id: TaskId; type: string; key: string; dueAtMs: number },
     nowMs: number,
   ): 'added' | 'here' | 'shed' {
-    // In a line, or in a claim of the gate: that claim accounts for it (what
-    // it passes by is rechecked by the claim runner, and held again if pending).
+    // In a line or in a claim of the gate, which accounts for it.
     if (this.waitingIds.has(task.id)) return 'here';
     if (this.count >= this.config.capacity) return 'shed';
     this.waitingIds.add(task.id);
@@ -141,10 +135,7 @@ export class GateLines {
     }
     switch (outcome.kind) {
       case 'ran':
-        // A wait for a rate credit that another claim of the line learned
-        // stands: cleared, the line would keep its ready time with no timer
-        // armed for it (nextWakeMs skips lines not blocked), and no put-back
-        // would wake it.
+        // A rate wait another claim of the line learned stands (its timer is armed by it).
         if (line.blocked !== 'rate') line.blocked = null;
         line.backoffMs = 0;
         break;
@@ -160,12 +151,8 @@ export class GateLines {
         break;
       case 'rate': {
         const atMs = outcome.nextFreeMs;
-        // While the take ran, a credit was put back (the take skipped its
-        // locked row), or, when it found them all in flight, one was stamped
-        // (it gives a time to wait for). Its wake-up went to a line not yet
-        // waiting: ask again now, or the line sleeps to a later credit, or to
-        // a backoff, for nothing. A stamp moves no time the take did give:
-        // the earliest stamped credit frees first.
+        // A put-back (the take skipped its locked row) or, when all were in
+        // flight, a stamp during the take woke no one: ask again now.
         const since = claim.creditsAtTake;
         // Set by this answer alone: another claim's end keeps a wait it learned.
         line.creditsInFlight = false;
@@ -174,8 +161,7 @@ export class GateLines {
           line.readyAtMs = 0;
           break;
         }
-        // All in flight (stamped once their starts happen), or due already by
-        // this clock but not yet by the database's, which may be a moment ahead.
+        // All in flight, or due by this clock but not yet by the database's.
         if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs) {
           this.backOff(line, nowMs, 'rate');
           line.creditsInFlight = atMs === null;
@@ -190,12 +176,9 @@ export class GateLines {
   }
 
   /**
-   * A credit of the line was put back (`returned`: free again) or stamped
-   * after its start. A line waiting for a rate asks again now if that can
-   * change its answer: after a put-back always; after a stamp only when it
-   * found every credit in flight, and so knows no time to wait for (the
-   * stamp gives one). Its backoff, a guess, would otherwise be what woke it:
-   * late by up to a backoff, and never under a clock that does not move.
+   * A credit of the line was put back (`returned`) or stamped. A line
+   * waiting for a rate asks again now after a put-back, or after a stamp
+   * when it found every credit in flight (it knew no time to wait for).
    * Returns whether the line may now ask.
    */
   creditSettled(type: string, key: string, returned: boolean): boolean {
@@ -236,26 +219,10 @@ export class GateLines {
     return ids;
   }
 
-  /**
-   * Lines whose wait is over at `nowMs`: a rate line may try again at once;
-   * those blocked by seats held elsewhere are returned, to look first.
-   */
-  dueToLook(nowMs: number): Line[] {
-    const busy: Line[] = [];
-    for (const line of this.lines.values()) {
-      if (line.blocked === null || line.readyAtMs > nowMs) continue;
-      if (line.blocked === 'rate') line.blocked = null;
-      else busy.push(line);
-    }
-    return busy;
-  }
-
-  /** What the look at their seats found: a line with one free tries, the others wait twice as long. */
-  looked(busy: Line[], free: boolean[], nowMs: number): void {
-    busy.forEach((line, i) => {
-      if (free[i]) line.blocked = null;
-      else this.backOff(line, nowMs, 'busy');
-    });
+  /** Lines whose wait is over at `nowMs` may ask again (a busy line's claim looks at the seats itself). */
+  wakeDue(nowMs: number): void {
+    for (const line of this.lines.values())
+      if (line.blocked !== null && line.readyAtMs <= nowMs) line.blocked = null;
   }
 
   /** When the earliest waiting line's wait ends (Infinity: none waits on time). */

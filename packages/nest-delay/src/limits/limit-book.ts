@@ -14,11 +14,8 @@ export interface TypeLimits {
 
 /**
  * Which types are limited or paused, for routing fired tasks and pacing the
- * gate's lines. A copy: the claim statements read `delay_type_limit`
- * themselves, so a change holds from the next claim on every instance even
- * before its copy is refreshed (the gate reads it every second while
- * anything waits in it, and not otherwise: an instance with nothing waiting
- * learns of a pause from the claim statement itself).
+ * gate's lines. A copy only: the claims read `delay_type_limit` themselves,
+ * so a change holds from the next claim on every instance.
  */
 export class LimitBook {
   private rows = new Map<string, TypeLimitRow>();
@@ -70,11 +67,6 @@ export class LimitBook {
   gates(type: string): boolean {
     const limits = this.of(type);
     return limits.pausedAt !== null || isLimited(limits.effective);
-  }
-
-  /** Types with a run-time row (set or paused). */
-  knownTypes(): string[] {
-    return [...this.rows.keys()];
   }
 }
 

@@ -1,7 +1,6 @@
 import type { TimerHandle } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import type { GatedRow } from './gate-line.types.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
@@ -20,29 +19,27 @@ import {
   declareLimits,
   findFired,
   findWaiting,
-  freeSeats,
   readTypeLimits,
 } from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
 
+/** A due task of a gated type, for its line. */
+interface GatedRow {
+  id: TaskId;
+  type: string;
+  payload: unknown;
+  dueAtMs: number;
+}
+
 /**
- * Where tasks of limited or paused types wait (docs/limits.md). The
- * dispatcher sends fired tasks of such types here by their type (take),
- * unclaimed; here they wait in lines, one per type and key, in due order
- * (GateLines), charged nothing and holding no connection, until a claim of
- * the gate's takes them. That claim decides, in the database, across instances;
- * this class only paces the asking: when a claim says "busy" (seats held
- * elsewhere) the line waits with a backoff and looks at the seats in one
- * statement for all such lines before trying again; a rate's line sleeps
- * until its next credit frees; a paused line waits for the book to say
- * resumed. Nothing spins: while tasks wait, the cost is one read of the
- * limits a second, plus one look at busy seats per backoff.
- *
- * It holds at most `capacity` tasks: those beyond are shed (they stay in the
- * table, leased here or to no one) and read again by type, through the
- * dispatcher's queue, once there is room (refill).
+ * Where fired tasks of limited or paused types wait (docs/limits.md), in
+ * lines per type and key (GateLines), holding no connection, until a claim
+ * of the gate's takes them; that claim decides, in the database. A line
+ * refused waits: for its next credit, a backoff (seats held elsewhere), or
+ * a resume. At most `capacity` tasks are held: the rest stay in the table
+ * and are read back by type once there is room (refill).
  */
 export class LimitGate implements LifecycleService {
   readonly book: LimitBook;
@@ -50,7 +47,6 @@ export class LimitGate implements LifecycleService {
   private timer: TimerHandle | undefined;
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
-  private looking = false;
   private readingBook = 0;
   /** When the book was last read (-Infinity: never). */
   private readAtMs = -Infinity;
@@ -66,9 +62,8 @@ export class LimitGate implements LifecycleService {
   constructor(
     private readonly ctx: DelayContext,
     private readonly registry: HandlerRegistry,
-    /** The dispatcher: asked to take ready lines' heads when it has room. */
     private readonly wake: () => void,
-    /** Hands tasks to the dispatcher's queue (a type no longer limited, a refill). */
+    /** To the dispatcher's queue (a type no longer gated). */
     private readonly release: (ids: TaskId[]) => void,
     /** Ids in the dispatcher's queue: a refill fills the room left by both. */
     private readonly queued: () => number,
@@ -118,10 +113,7 @@ export class LimitGate implements LifecycleService {
     this.shed.clear();
   }
 
-  /**
-   * Forgets every task waiting here and reads the limits again: for
-   * DelayTester.reset, which deleted those tasks and the run-time limits.
-   */
+  /** For DelayTester.reset (which deleted the tasks and run-time limits): forget all, read the limits. */
   async forget(): Promise<void> {
     this.timer?.cancel();
     this.timer = undefined;
@@ -155,12 +147,9 @@ export class LimitGate implements LifecycleService {
     return this.lines.readySize(this.ctx.clock.now()) + this.reading.size;
   }
 
-  /**
-   * A read of its own under way (the limits, the seats, shed tasks): what it
-   * finds may make a line ready, so a test's settle waits for it.
-   */
+  /** A read under way (limits, shed tasks) may make a line ready: settle waits for it. */
   get busy(): boolean {
-    return this.looking || this.refilling || this.readingBook > 0 || this.reading.size > 0;
+    return this.refilling || this.readingBook > 0 || this.reading.size > 0;
   }
 
   /** Something could start now (the dispatcher's settle and pump ask). */
@@ -174,11 +163,9 @@ export class LimitGate implements LifecycleService {
   }
 
   /**
-   * Fired tasks the dispatcher sent here by their type, or that a plain
-   * claim found limited or paused (`stale`: the book lacked it; read again).
-   * One plain read (findFired) gives their lines what they need; one no
-   * longer pending is let go. If it fails, they go to the claim queue, whose
-   * claim sends those still limited back here: none is left nowhere.
+   * Fired tasks of gated types, or that a plain claim found gated (`stale`:
+   * read the book again). One plain read (findFired) lines them; if it
+   * fails they go to the claim queue, whose claim sends them back here.
    */
   take(ids: TaskId[], stale = false): void {
     if (this.stopped) return;
@@ -239,10 +226,7 @@ export class LimitGate implements LifecycleService {
     this.wake();
   }
 
-  /**
-   * What the claim of `claim` came to: `back` are its tasks that did not
-   * run (in their line again, in due order); the line moves on or waits.
-   */
+  /** What `claim` came to; `back`: its tasks that did not run, in their line again. */
   ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
     const nowMs = this.ctx.clock.now();
     if (outcome.kind === 'paused')
@@ -279,33 +263,10 @@ export class LimitGate implements LifecycleService {
     this.timer = this.ctx.clock.setTimer(atMs, () => {
       this.timer = undefined;
       this.timerAtMs = Infinity;
-      void this.lookAgain();
+      this.lines.wakeDue(this.ctx.clock.now());
+      this.arm();
+      this.wake();
     });
-  }
-
-  /** Lines whose wait is over: those blocked by seats held elsewhere look first, all in one statement. */
-  private async lookAgain(): Promise<void> {
-    if (this.looking || this.stopped) return;
-    this.looking = true;
-    try {
-      const busy = this.lines.dueToLook(this.ctx.clock.now());
-      if (busy.length > 0) {
-        const lines = busy.map((line) => ({
-          type: line.type,
-          key: line.key,
-          seats: this.book.of(line.type).effective.concurrency ?? 1,
-        }));
-        const free = await freeSeats(this.ctx.db.pool, lines).catch((error: unknown) => {
-          this.ctx.logger.error(`Looking at limits' seats failed: ${errorText(error)}`);
-          return lines.map(() => false);
-        });
-        this.lines.looked(busy, free, this.ctx.clock.now());
-      }
-    } finally {
-      this.looking = false;
-    }
-    this.arm();
-    this.wake();
   }
 
   /** The limits as stored: read every second while anything waits here, or when asked (`force`). */
@@ -332,16 +293,12 @@ export class LimitGate implements LifecycleService {
   }
 
   /**
-   * Shed tasks come back once the gate and the queue are at most half full:
-   * a page of one shed type (not paused), up to the gate's capacity, is read, in due order, from the
-   * table (those leased here or to no one), into their lines while the type
-   * gates (the line's claim checks each, as always); else to the queue.
+   * Once the gate and the queue are at most half full, the next page of one
+   * shed, unpaused type is read back in due order (findWaiting): to its
+   * lines while the type gates, else to the queue.
    */
   private refill(): void {
     if (this.refilling || this.stopped || this.shed.size === 0) return;
-    // Once at most half full, up to full: pages of half the capacity, not
-    // trickles. Spread over many keys, a trickle is a few tasks a line, and
-    // each line's claims are as small (the per-key scene of the limits bench).
     const held = this.lines.size + this.queued();
     if (held > this.capacity / 2) return;
     const room = this.capacity - held;

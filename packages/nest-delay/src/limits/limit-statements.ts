@@ -65,7 +65,7 @@ export interface TypeLimitRow {
   declared_by: string | null;
 }
 
-/** Every type's limits: few rows, read by each instance every second while tasks wait. */
+/** Every type's limits (few rows). */
 export function readTypeLimits(sql: Sql): Promise<TypeLimitRow[]> {
   return sql.rows<TypeLimitRow>(
     `SELECT type, paused_at, overridden, concurrency, rate_starts, rate_per_ms, updated_at,
@@ -108,11 +108,9 @@ export async function setPaused(sql: Sql, type: string, paused: boolean, now: Da
 }
 
 /**
- * A statement (its type quoted in) whose one boolean says no pause() of the
- * type is waiting: a running gate claim asks it before each start after its
- * first, in its savepoint step's round trip, and stops when a pause waits. A session
- * lock tried shared and let go in the same statement, so nothing is held
- * after it (a pooler in transaction mode keeps no lock with the session).
+ * True when no pause() of the type waits: asked before each start after a
+ * claim's first. The session lock is let go in the same statement, so a
+ * pooler in transaction mode keeps nothing.
  */
 export function pauseWaitingProbe(typeLiteral: string): string {
   const key = `${PAUSE_WAIT_CLASS}, hashtext(${typeLiteral})`;
@@ -199,28 +197,6 @@ export async function writeOverride(
 }
 
 /**
- * Of lines waiting for a seat held elsewhere, those with one free now. Each
- * try lock is released at the end of the statement: this only looks.
- */
-export async function freeSeats(
-  sql: Sql,
-  lines: Array<{ type: string; key: string; seats: number }>,
-): Promise<boolean[]> {
-  if (lines.length === 0) return [];
-  const rows = await sql.rows<{ i: number; free: boolean }>(
-    `SELECT i, EXISTS (
-       SELECT 1 FROM generate_series(0, l.seats - 1) s
-       WHERE pg_try_advisory_xact_lock(${LIMIT_LOCK_CLASS}, ${seatLockKey('l.type', 'l.key', 's')})
-     ) AS free
-     FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS l(type, key, seats, i)`,
-    [lines.map((l) => l.type), lines.map((l) => l.key), lines.map((l) => l.seats)],
-  );
-  const free = new Array<boolean>(lines.length).fill(false);
-  for (const row of rows) free[Number(row.i) - 1] = row.free;
-  return free;
-}
-
-/**
  * Pending tasks of these types due by `now`, by type, each counted up to
  * `cap` (a backlog of millions is "at least cap", not a million-row count
  * on every read): what waits behind their limits or pauses, cluster-wide.
@@ -253,10 +229,8 @@ export interface WaitingRow extends DueRow {
 }
 
 /**
- * The next page of one type's due tasks that this instance leases or no
- * instance does, in due order after the keyset `after`: the tasks its gate
- * shed when full, read back once it has room (LimitGate.refill). Reads only.
- * `withPayload`: the type's limit has a key, computed from the payload.
+ * The next page, after `after`, of one type's due tasks leased here or to
+ * no one: what the gate shed, read back (LimitGate.refill).
  */
 export function findWaiting(
   sql: Sql,
@@ -277,11 +251,7 @@ export function findWaiting(
   );
 }
 
-/**
- * The fired tasks among `ids` still pending, as the gate lines them, with the
- * payload of those of `keyed` types (their limit key): a plain read, no note,
- * no lock; the line's claim takes each as the database has it then.
- */
+/** The fired tasks among `ids` still pending, with the payload of `keyed` types: a plain read. */
 export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
   return sql.rows<DueRow & { type: string; payload: unknown }>(
     `SELECT id, type, due_at, CASE WHEN type = ANY($2::text[]) THEN payload END AS payload
