@@ -2,10 +2,10 @@ import fc from 'fast-check';
 import { ClaimQueue } from './dispatcher.js';
 
 /** Takes batches until nothing waits; each batch's claim ends at once. */
-function drain(queue: ClaimQueue, batchSize: number, workers: number): string[][] {
+function drain(queue: ClaimQueue, batchSize: number): string[][] {
   const batches: string[][] = [];
   while (queue.hasWaiting) {
-    const batch = queue.takeBatch(batchSize, workers);
+    const batch = queue.takeBatch(batchSize);
     batches.push(batch);
     queue.claimEnded(batch);
   }
@@ -17,7 +17,7 @@ const ids = (from: number, count: number) =>
 
 type Command =
   | { kind: 'add'; ids: string[] }
-  | { kind: 'take'; batchSize: number; workers: number }
+  | { kind: 'take'; batchSize: number }
   | { kind: 'end'; pick: number }
   | { kind: 'idle' };
 
@@ -29,7 +29,6 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({
     kind: fc.constant('take' as const),
     batchSize: fc.integer({ min: 1, max: 8 }),
-    workers: fc.integer({ min: 1, max: 4 }),
   }),
   fc.record({ kind: fc.constant('end' as const), pick: fc.nat() }),
   fc.constant({ kind: 'idle' as const }),
@@ -55,7 +54,7 @@ describe('ClaimQueue', () => {
               else waiting.push(id);
             }
           } else if (c.kind === 'take') {
-            const batch = queue.takeBatch(c.batchSize, c.workers);
+            const batch = queue.takeBatch(c.batchSize);
             expect(batch).toEqual(waiting.slice(0, batch.length));
             expect(batch.length).toBeLessThanOrEqual(c.batchSize);
             if (waiting.length > 0) expect(batch.length).toBeGreaterThan(0);
@@ -76,35 +75,30 @@ describe('ClaimQueue', () => {
     );
   });
 
-  it('spreads a small queue over the workers, never above batchSize', () => {
+  it('takes every id waiting, up to batchSize, when no more than a batch waits', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 200 }),
-        fc.integer({ min: 1, max: 50 }),
-        fc.integer({ min: 1, max: 8 }),
-        (count, batchSize, workers) => {
-          fc.pre(count <= batchSize * workers);
-          const queue = new ClaimQueue();
-          queue.add(ids(1, count));
-          const batch = queue.takeBatch(batchSize, workers);
-          expect(batch.length).toBe(Math.min(batchSize, Math.ceil(count / workers)));
-        },
-      ),
+      fc.property(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 50 }), (count, batchSize) => {
+        fc.pre(count <= batchSize);
+        const queue = new ClaimQueue();
+        queue.add(ids(1, count));
+        expect(queue.takeBatch(batchSize)).toEqual(ids(1, count));
+        expect(queue.hasWaiting).toBe(false);
+      }),
     );
   });
 
   it('starts a burst from idle at one task a batch and doubles up to batchSize', () => {
     const queue = new ClaimQueue();
     queue.add(ids(1, 1000));
-    const sizes = drain(queue, 50, 2)
+    const sizes = drain(queue, 50)
       .slice(0, 8)
       .map((batch) => batch.length);
     expect(sizes).toEqual([1, 2, 4, 8, 16, 32, 50, 50]);
     // Only after idle does the next burst ramp up from one again.
     queue.add(ids(2000, 1000));
-    expect(queue.takeBatch(50, 2)).toHaveLength(50);
+    expect(queue.takeBatch(50)).toHaveLength(50);
     queue.idle();
-    expect(queue.takeBatch(50, 2)).toHaveLength(1);
+    expect(queue.takeBatch(50)).toHaveLength(1);
   });
 
   it('queues a task that may only run alone ahead of the rest, one claim each', () => {
@@ -123,24 +117,24 @@ describe('ClaimQueue', () => {
   it('does not queue again an id whose claim is under way, until claimEnded', () => {
     const queue = new ClaimQueue();
     queue.add(['1', '2', '3']);
-    const batch = queue.takeBatch(50, 1);
+    const batch = queue.takeBatch(50);
     expect(batch).toEqual(['1', '2', '3']);
     queue.add(['2', '4']);
     expect(queue.size).toBe(1);
     queue.claimEnded(['2']);
     queue.add(['2', '4']);
-    expect(queue.takeBatch(50, 1)).toEqual(['4', '2']);
+    expect(queue.takeBatch(50)).toEqual(['4', '2']);
   });
 
   it('queues an id fired again during its claim once that claim ends (the claim may have looked too early)', () => {
     const queue = new ClaimQueue();
     queue.add(['1', '2']);
-    expect(queue.takeBatch(50, 1)).toEqual(['1', '2']);
+    expect(queue.takeBatch(50)).toEqual(['1', '2']);
     queue.add(['2']);
     expect(queue.hasWaiting).toBe(false);
     expect(queue.has('2')).toBe(true);
     queue.claimEnded(['1', '2']);
-    expect(queue.takeBatch(50, 1)).toEqual(['2']);
+    expect(queue.takeBatch(50)).toEqual(['2']);
     queue.claimEnded(['2']);
     expect(queue.has('1')).toBe(false);
     expect(queue.has('2')).toBe(false);
@@ -154,16 +148,16 @@ describe('ClaimQueue', () => {
     expect(queue.hasWaiting).toBe(false);
     queue.claimEnded(['5']);
     queue.add(['5']);
-    expect(queue.takeBatch(50, 1)).toEqual(['5']);
+    expect(queue.takeBatch(50)).toEqual(['5']);
   });
 
   it('stays in due order across a long queue that compacts behind its head', () => {
     const queue = new ClaimQueue();
     queue.add(ids(1, 10_000));
-    const taken = drain(queue, 50, 1).flat();
+    const taken = drain(queue, 50).flat();
     expect(taken).toEqual(ids(1, 10_000));
     queue.add(['1']);
-    expect(queue.takeBatch(50, 1)).toEqual(['1']);
+    expect(queue.takeBatch(50)).toEqual(['1']);
   });
 
   it('clear drops what waits, alone tasks included', () => {
@@ -174,6 +168,6 @@ describe('ClaimQueue', () => {
     expect(queue.size).toBe(0);
     expect(queue.hasAlone).toBe(false);
     queue.add(['1']);
-    expect(queue.takeBatch(50, 1)).toEqual(['1']);
+    expect(queue.takeBatch(50)).toEqual(['1']);
   });
 });

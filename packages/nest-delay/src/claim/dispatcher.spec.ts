@@ -98,6 +98,14 @@ describe('Dispatcher', () => {
     expect(dispatcher.queuedCount).toBe(1);
   });
 
+  it('claims ids fired together in one claim, up to batchSize, while workers are free', () => {
+    const { dispatcher, runner } = dispatcherWith(4, 3);
+    dispatcher.enqueue(ids(1, 3));
+    expect(runner.inFlight.map((claim) => claim.ids)).toEqual([['1', '2', '3']]);
+    dispatcher.enqueue(ids(4, 2));
+    expect(runner.inFlight.map((claim) => claim.ids)).toEqual([['1', '2', '3'], ['4', '5']]);
+  });
+
   it('runs a task that may only run alone once the claims in flight end, and nothing beside it', async () => {
     const { dispatcher, runner } = dispatcherWith(3, 1);
     dispatcher.enqueue(ids(1, 2));

@@ -13,7 +13,8 @@ import { ClaimRunner, type ClaimHost, type ExecutionStats } from './claim-runner
  * claim transactions take them a batch at a time, each on a connection of
  * its own (ClaimRunner runs one). What holds:
  * - at most `concurrency` claims are in flight, the gate's included; while
- *   ids wait and fewer are in flight, another is launched at once;
+ *   ids wait and fewer are in flight, another is launched at once, with
+ *   every id waiting (up to a batch): ids fired together go in one claim;
  * - a task that may only run alone waits for every claim in flight to end
  *   and runs by itself: nothing else is launched until it ends;
  * - tasks of limited or paused types wait in the limit gate; its claims
@@ -208,13 +209,10 @@ export class Dispatcher implements LifecycleService, ClaimHost {
         continue;
       }
       if (!this.queue.hasWaiting) return;
-      // Spread over the workers free now, not all of them: with most busy
-      // (gate claims run long), a few ids queued are one claim, not a few
-      // claims of one or two ids, each paying its BEGIN, statement and COMMIT.
-      this.launch(
-        this.queue.takeBatch(this.ctx.options.batchSize, concurrency - this.inFlight),
-        false,
-      );
+      // Not spread over the free workers: the server pays for a claim (its
+      // note, BEGIN, statement and COMMIT) about as much for one task as for
+      // several.
+      this.launch(this.queue.takeBatch(this.ctx.options.batchSize), false);
     }
   }
 
@@ -298,17 +296,16 @@ export class ClaimQueue {
   }
 
   /**
-   * The next batch: a small queue is spread over the free `workers`, a large one
-   * capped at `batchSize`. A burst (more than a full batch for every worker)
-   * starts from idle at one task a batch and doubles (1, 2, 4, ...): its
-   * first task commits after a handful of round trips, not after batchSize
-   * effects interleaved with every other worker's.
+   * The next batch: every id waiting, up to `batchSize`. A burst (more than a
+   * full batch waiting) starts from idle at one task a batch and doubles
+   * (1, 2, 4, ...): its first task commits after a handful of round trips,
+   * not after batchSize effects.
    */
-  takeBatch(batchSize: number, workers: number): TaskId[] {
+  takeBatch(batchSize: number): TaskId[] {
     const waiting = this.waiting.length - this.head;
-    const ramp = waiting > workers * batchSize ? 2 ** Math.min(this.takenSinceIdle, 30) : batchSize;
+    const ramp = waiting > batchSize ? 2 ** Math.min(this.takenSinceIdle, 30) : batchSize;
     this.takenSinceIdle++;
-    const size = Math.min(batchSize, ramp, Math.max(1, Math.ceil(waiting / workers)));
+    const size = Math.min(batchSize, ramp, waiting);
     const batch = this.waiting.slice(this.head, this.head + size);
     this.head += batch.length;
     if (this.head > 4096 && this.head * 2 > this.waiting.length) {
