@@ -207,7 +207,10 @@ describe('a pause while a gate claim runs', () => {
       paused,
       until('the pause to wait', async () => {
         const [{ waiting }] = await app.query<{ waiting: number }>(
-          `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+          // pg_locks lists every database's locks: only this one's (suites run side by side).
+          `SELECT count(*)::int AS waiting FROM pg_locks
+           WHERE locktype = 'advisory' AND NOT granted
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         );
         return waiting > 0;
       }),

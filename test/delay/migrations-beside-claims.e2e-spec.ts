@@ -38,7 +38,9 @@ describeWithServer('migrations beside the previous release', () => {
     const [{ pid }] = (await holder.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows;
     for (let i = 0; i < 200; i++) {
       const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND pid <> $1`,
+        // This database's waits only: pg_locks lists every database's.
+        `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND pid <> $1
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [pid],
       );
       if (rows[0].n > 0) return;

@@ -161,6 +161,7 @@ describeWithPgbouncer('behind PgBouncer in transaction mode', () => {
               `SELECT (SELECT count(*) FROM pooler_effect WHERE instance = 'doomed')::int AS effects,
                       (SELECT count(*) FROM delay_attempt a JOIN pg_locks l
                          ON l.locktype = 'advisory' AND l.classid = $1 AND l.objid = a.id AND l.granted
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                        WHERE a.instance_id = 'doomed')::int AS claiming`,
               [ATTEMPT_LOCK_CLASS],
             )
