@@ -3,10 +3,9 @@
  * simplest drain that runs each close once, in the transaction that marks
  * its task executed. `concurrency` plain connections, each looping: take up
  * to a batch (the engine's default, 50) of due tasks of FLOOR_TYPE with FOR
- * UPDATE SKIP LOCKED, apply the close-unpaid handler's effect to their
- * orders in a few set-wise statements (close those still unpaid, their
- * CLOSED event, the customer's notification task), mark the tasks executed,
- * COMMIT. No lease, no wheel, no retry: a failure ends the drain. Given a
+ * UPDATE SKIP LOCKED, run the close-unpaid handler's statements for each
+ * (lock its order; if still unpaid, close it, append its CLOSED event and
+ * schedule the customer's notification), mark the batch executed, COMMIT. No lease, no wheel, no retry: a failure ends the drain. Given a
  * `rate`, each connection starts a batch at most every concurrency × batch
  * / rate seconds: the same work at another drain's pace.
  */
@@ -19,15 +18,14 @@ const BATCH = 50;
 const TAKE = `SELECT id, (payload->>'orderId')::uuid AS order_id FROM delayed_task
   WHERE type = $1 AND executed_at IS NULL AND cancelled_at IS NULL AND due_at <= now()
   ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+const LOCK = `SELECT status FROM orders WHERE id = $1 FOR UPDATE`;
 const CLOSE = `UPDATE orders SET status = 'CLOSED', close_reason = 'PAYMENT_TIMEOUT',
-  closed_at = now(), payment_deadline = NULL
-  WHERE id = ANY($1::uuid[]) AND status = 'PENDING_PAYMENT' RETURNING id`;
+  closed_at = now(), payment_deadline = NULL WHERE id = $1`;
 const EVENT = `INSERT INTO order_event (order_id, type, actor, data, at)
-  SELECT id, 'CLOSED', 'system', '{"reason":"PAYMENT_TIMEOUT"}'::jsonb, now() FROM unnest($1::uuid[]) AS t(id)`;
+  VALUES ($1, 'CLOSED', 'system', '{"reason":"PAYMENT_TIMEOUT"}'::jsonb, now())`;
 const NOTIFY = `INSERT INTO delayed_task (type, key, entity, payload, due_at, max_attempts, created_at, updated_at)
-  SELECT 'order.notify-closed', 'order:' || id || ':notify-closed', 'order:' || id,
-         jsonb_build_object('orderId', id), now(), 5, now(), now()
-  FROM unnest($1::uuid[]) AS t(id)`;
+  VALUES ('order.notify-closed', 'order:' || $1::text || ':notify-closed', 'order:' || $1::text,
+          jsonb_build_object('orderId', $1::text), now(), 5, now(), now())`;
 const DONE = `UPDATE delayed_task SET executed_at = now(), updated_at = now() WHERE id = ANY($1::bigint[])`;
 
 /** Starts the drain; `stop()` lets each connection finish its batch, then closes them. */
@@ -50,14 +48,14 @@ export function startFloorDrain(
           FLOOR_TYPE,
           BATCH,
         ]);
-        const closed = (
-          await client.query<{ id: string }>(CLOSE, [rows.map((r) => r.order_id)])
-        ).rows.map((r) => r.id);
-        await client.query(EVENT, [closed]);
-        await client.query(NOTIFY, [closed]);
+        for (const { order_id: id } of rows) {
+          const order = await client.query<{ status: string }>(LOCK, [id]);
+          if (order.rows[0]?.status !== 'PENDING_PAYMENT') continue;
+          for (const statement of [CLOSE, EVENT, NOTIFY]) await client.query(statement, [id]);
+        }
         await client.query(DONE, [rows.map((r) => r.id)]);
         await client.query('COMMIT');
-        await sleep(rows.length === 0 ? 100 : started + periodMs - performance.now());
+        await sleep(rows.length === 0 ? 100 : Math.max(0, started + periodMs - performance.now()));
       }
     } finally {
       await client.end();
