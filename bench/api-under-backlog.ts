@@ -1,26 +1,34 @@
 /**
- * `npm run bench:api-backlog [-- <backlog> <rounds> <seconds>]`: the API's
- * latency under a backlog (issue 45 wants it within 2× of its unloaded
- * value). Each round starts the example app (dist/src/main.js) on a fresh
- * database (so no round inherits the last one's rate-limited notifications),
- * then measures GET /orders/:id and POST /orders
- * p50/p99 for `seconds` unloaded, and for `seconds` while `backlog`
- * (50,000 by default) of the orders' own close-unpaid tasks, all made due at
- * once, drain (the app's defaults: concurrency half its pool), from the
- * engine's first task of it on (DELAY_CONCURRENCY, if set, goes to the app). Requests go
- * one after another from two clients, as a user's would. Prints each
- * round, the medians and the loaded/unloaded ratios; tests assert the pool
- * is shared (test/delay/pool-share.e2e-spec.ts), this only measures.
+ * `npm run bench:api-backlog [-- <backlog> <rounds> <seconds> <concurrencies>]`:
+ * the API's latency under a backlog (issue 45 wants it within 2× of its
+ * unloaded value), against a floor measured in the same run. Each round, for
+ * each claim concurrency (`5,2` by default: DELAY_CONCURRENCY of the app),
+ * starts the example app (dist/src/main.js) on a fresh database (so no round
+ * inherits the last one's rate-limited notifications) and measures GET
+ * /orders/:id and POST /orders p50/p99 for `seconds` unloaded, then for
+ * `seconds` while each of two drains runs on `backlog` (50,000 by default)
+ * unpaid orders, their closes all due at once: the engine running the
+ * orders' own close-unpaid tasks (measured from its first task of them on),
+ * and the floor (floor-drain.ts) closing the same orders with plain SQL on as
+ * many connections. Odd rounds run the engine's drain first, even rounds the
+ * floor's. Requests go one after another from two clients, as a user's
+ * would. Prints each phase, its drain rate over the measured seconds, and the
+ * medians of each round's loaded/unloaded ratios; tests assert the pool is
+ * shared (test/delay/pool-share.e2e-spec.ts), this only measures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
 import { freePort } from './harness/free-port.js';
+import { FLOOR_TYPE, startFloorDrain } from './floor-drain.js';
+
+const CLOSE_UNPAID = 'order.close-unpaid';
 
 const backlog = Number(process.argv[2] ?? 50_000);
 const rounds = Number(process.argv[3] ?? 3);
 const seconds = Number(process.argv[4] ?? 10);
+const concurrencies = (process.argv[5] ?? '5,2').split(',').map(Number);
 const DATABASE = 'bench_api_backlog';
 const SECRET = 'bench-api-backlog-secret-0123456789abcdef';
 const MAIN = fileURLToPath(new URL('../../../dist/src/main.js', import.meta.url));
@@ -32,9 +40,9 @@ function token(sub: string): string {
   return `Bearer ${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
 }
 
-
 async function startApp(
   url: string,
+  concurrency: number,
 ): Promise<{ base: string; child: ChildProcess; output: () => string }> {
   const port = await freePort();
   const child = spawn(process.execPath, [MAIN], {
@@ -46,10 +54,7 @@ async function startApp(
       // The API's own order keeps its close an hour away; the backlog's are due now.
       ORDER_PAYMENT_TIMEOUT: '1h',
       NO_COLOR: '1',
-      // The claims' share of the pool (the app's default: half of it).
-      ...(process.env.DELAY_CONCURRENCY
-        ? { DELAY_CONCURRENCY: process.env.DELAY_CONCURRENCY }
-        : {}),
+      DELAY_CONCURRENCY: String(concurrency),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -141,8 +146,13 @@ const median = (values: number[]) => {
 };
 const ms = (value: number) => value.toFixed(1);
 
-/** `count` unpaid orders copied from `template`, each with its close-unpaid task due now. */
-async function makeBacklog(url: string, template: string, count: number): Promise<void> {
+/** `count` unpaid orders copied from `template`, each with a close of type `type` due now. */
+async function makeBacklog(
+  url: string,
+  template: string,
+  count: number,
+  type: string,
+): Promise<void> {
   await withClient(url, async (client) => {
     await client.query(
       `WITH copies AS (
@@ -153,30 +163,85 @@ async function makeBacklog(url: string, template: string, count: number): Promis
          RETURNING id
        )
        INSERT INTO delayed_task (type, key, entity, payload, due_at, max_attempts, created_at, updated_at)
-       SELECT 'order.close-unpaid', 'order:' || id || ':close-unpaid', 'order:' || id,
+       SELECT $3, 'order:' || id || ':close-unpaid', 'order:' || id,
               jsonb_build_object('orderId', id), now(), 5, now(), now()
        FROM copies`,
-      [template, count],
+      [template, count, type],
     );
   });
 }
 
-/** Close-unpaid tasks of the backlog not yet run. */
-async function left(url: string): Promise<number> {
+/** Closes of type `type` not yet run. */
+async function left(url: string, type: string): Promise<number> {
   return withClient(url, async (client) => {
     const { rows } = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM delayed_task
-       WHERE type = 'order.close-unpaid' AND executed_at IS NULL AND cancelled_at IS NULL
+       WHERE type = $1 AND executed_at IS NULL AND cancelled_at IS NULL
          AND dead_at IS NULL AND due_at <= now()`,
+      [type],
     );
     return rows[0].n;
   });
 }
 
-/** One round on a database and app of its own: unloaded, then under the backlog until it drains. */
-async function round(n: number): Promise<Row[]> {
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Phase = 'unloaded' | 'engine' | 'floor' | 'floor@engine';
+
+interface Row {
+  round: number;
+  concurrency: number;
+  phase: Phase;
+  l: Latencies;
+  /** Closes run a second over the measured seconds. */
+  rate?: number;
+  /** From the backlog's insert to its first close run. */
+  startedAfterMs?: number;
+}
+
+/** The requests while `backlog` closes drain, by the engine or by the floor. */
+async function underDrain(
+  url: string,
+  base: string,
+  template: string,
+  concurrency: number,
+  phase: Exclude<Phase, 'unloaded'>,
+  engineRate?: number,
+): Promise<Omit<Row, 'round'>> {
+  const type = phase === 'engine' ? CLOSE_UNPAID : FLOOR_TYPE;
+  await makeBacklog(url, template, backlog, type);
+  const start = performance.now();
+  const floor =
+    phase === 'engine'
+      ? undefined
+      : startFloorDrain(url, concurrency, phase === 'floor' ? undefined : engineRate);
+  // The engine finds the backlog at its next loader round (a heartbeat,
+  // up to 10 s by default): the measured phase starts once it drains.
+  while ((await left(url, type)) === backlog) await sleep(100);
+  const startedAfterMs = performance.now() - start;
+  const before = await left(url, type);
+  const t0 = performance.now();
+  const l = await measure(base, template, seconds * 1000);
+  const after = await left(url, type);
+  const rate = (before - after) / ((performance.now() - t0) / 1000);
+  if (after === 0)
+    console.log(`${phase}: the backlog drained within the measurement; use a larger one`);
+  // The rest is cancelled, not waited out: the next phase starts on an idle engine.
+  await floor?.stop();
+  await withClient(url, (c) =>
+    c.query(
+      `UPDATE delayed_task SET cancelled_at = now() WHERE type = $1 AND executed_at IS NULL AND cancelled_at IS NULL`,
+      [type],
+    ),
+  );
+  await sleep(2_000);
+  return { concurrency, phase, l, rate, startedAfterMs };
+}
+
+/** One round at one concurrency, on a database and app of its own: unloaded, then under both drains. */
+async function round(n: number, concurrency: number): Promise<Row[]> {
   const url = await freshDatabase(DATABASE);
-  const { base, child, output } = await startApp(url);
+  const { base, child, output } = await startApp(url, concurrency);
   try {
     const created = await fetch(`${base}/orders`, {
       method: 'POST',
@@ -188,27 +253,31 @@ async function round(n: number): Promise<Row[]> {
     const warmup = await measure(base, template, 2_000);
     for (const [what, count] of Object.entries(warmup.failed))
       console.log(`round ${n}, warm-up: ${count} ${what}`);
-    const unloaded = await measure(base, template, seconds * 1000);
-    await makeBacklog(url, template, backlog);
-    const start = performance.now();
-    // The engine finds the backlog at its next loader round (a heartbeat,
-    // up to 10 s by default): the loaded phase starts once it drains.
-    while ((await left(url)) === backlog) await new Promise((resolve) => setTimeout(resolve, 100));
-    const startedAfterMs = performance.now() - start;
-    const loaded = await measure(base, template, seconds * 1000);
-    if ((await left(url)) === 0)
-      console.log(`round ${n}: the backlog drained within the measurement; use a larger one`);
-    while ((await left(url)) > 0) await new Promise((resolve) => setTimeout(resolve, 500));
+    const rows: Row[] = [
+      {
+        round: n,
+        concurrency,
+        phase: 'unloaded',
+        l: await measure(base, template, seconds * 1000),
+      },
+    ];
+    // The paced floor needs the engine's rate of this round, so it comes last.
+    const order: Array<Exclude<Phase, 'unloaded'>> =
+      n % 2 ? ['engine', 'floor', 'floor@engine'] : ['floor', 'engine', 'floor@engine'];
+    for (const phase of order) {
+      const engineRate = rows.find((row) => row.phase === 'engine')?.rate;
+      rows.push({
+        round: n,
+        ...(await underDrain(url, base, template, concurrency, phase, engineRate)),
+      });
+    }
     // What the app said of the requests it failed, if any.
     for (const line of output()
       .split('\n')
       .filter((text) => /Mapped to|ExceptionsHandler/.test(text))
       .slice(0, 3))
       console.log(`round ${n}, app: ${line.slice(0, 400)}`);
-    return [
-      { round: n, loaded: false, l: unloaded },
-      { round: n, loaded: true, l: loaded, drainedMs: performance.now() - start, startedAfterMs },
-    ];
+    return rows;
   } finally {
     child.kill('SIGINT');
     await new Promise((resolve) => child.once('exit', resolve));
@@ -216,26 +285,28 @@ async function round(n: number): Promise<Row[]> {
   }
 }
 
-interface Row {
-  round: number;
-  loaded: boolean;
-  l: Latencies;
-  drainedMs?: number;
-  /** From the backlog's insert to the engine's first task of it. */
-  startedAfterMs?: number;
-}
+const PICKS = [
+  ['GET p50', (l: Latencies) => pct(l.get, 50)],
+  ['GET p99', (l: Latencies) => pct(l.get, 99)],
+  ['POST p50', (l: Latencies) => pct(l.post, 50)],
+  ['POST p99', (l: Latencies) => pct(l.post, 99)],
+] as const;
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
-  for (let n = 1; n <= rounds; n++) rows.push(...(await round(n)));
-  console.log(`backlog ${backlog} close-unpaid tasks due at once; ${seconds} s a phase; two users`);
+  for (let n = 1; n <= rounds; n++)
+    for (const concurrency of concurrencies) {
+      console.log(`round ${n}, concurrency ${concurrency}: ${new Date().toISOString()}`);
+      rows.push(...(await round(n, concurrency)));
+    }
+  console.log(`backlog ${backlog} closes due at once; ${seconds} s a phase; two users`);
   console.log(
-    'round  phase     GET p50  GET p99  POST p50  POST p99  answered  failed  backlog drained (began after)',
+    'round  conc  phase        GET p50  GET p99  POST p50  POST p99  answered  failed  closes/s (began after)',
   );
-  for (const { round: n, loaded, l, drainedMs, startedAfterMs } of rows) {
+  for (const { round: n, concurrency, phase, l, rate, startedAfterMs } of rows) {
     const failed = Object.entries(l.failed).map(([what, count]) => `${count} ${what}`);
     console.log(
-      `${String(n).padEnd(6)} ${(loaded ? 'backlog' : 'unloaded').padEnd(9)} ${ms(pct(l.get, 50)).padStart(7)}  ${ms(pct(l.get, 99)).padStart(7)}  ${ms(pct(l.post, 50)).padStart(8)}  ${ms(pct(l.post, 99)).padStart(8)}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${drainedMs === undefined ? '' : `${(drainedMs / 1000).toFixed(1)} s (${((startedAfterMs ?? 0) / 1000).toFixed(1)} s)`}`,
+      `${String(n).padEnd(6)} ${String(concurrency).padEnd(5)} ${phase.padEnd(12)} ${PICKS.map(([name, pick]) => ms(pick(l)).padStart(name.length + 1)).join(' ')}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${rate === undefined ? '' : `${rate.toFixed(0)} (${((startedAfterMs ?? 0) / 1000).toFixed(1)} s)`}`,
     );
   }
   const serverErrors = rows
@@ -243,18 +314,24 @@ async function main(): Promise<void> {
     .filter(([what]) => / 5\d\d$/.test(what))
     .reduce((sum, [, count]) => sum + count, 0);
   console.log(`5xx answers in measured phases: ${serverErrors}`);
-  const of = (loaded: boolean, pick: (l: Latencies) => number) =>
-    median(rows.filter((row) => row.loaded === loaded).map((row) => pick(row.l)));
-  for (const [name, pick] of [
-    ['GET p50', (l: Latencies) => pct(l.get, 50)],
-    ['GET p99', (l: Latencies) => pct(l.get, 99)],
-    ['POST p50', (l: Latencies) => pct(l.post, 50)],
-    ['POST p99', (l: Latencies) => pct(l.post, 99)],
-  ] as const) {
-    const unloaded = of(false, pick);
-    const loaded = of(true, pick);
+  // Ratios within a round (the machine's load moves between rounds), then their median.
+  const find = (n: number, c: number, phase: Phase) =>
+    rows.find((row) => row.round === n && row.concurrency === c && row.phase === phase)!;
+  const roundNumbers = [...new Set(rows.map((row) => row.round))];
+  for (const c of concurrencies) {
+    const each = (f: (n: number) => number) => roundNumbers.map(f);
+    const show = (values: number[]) =>
+      `${median(values).toFixed(2)}× (${values.map((v) => v.toFixed(2)).join(', ')})`;
+    for (const [name, pick] of PICKS) {
+      const ratio = (n: number, phase: Phase) =>
+        pick(find(n, c, phase).l) / pick(find(n, c, 'unloaded').l);
+      console.log(
+        `concurrency ${c}, ${name}: engine ${show(each((n) => ratio(n, 'engine')))}, floor ${show(each((n) => ratio(n, 'floor')))}, floor at the engine's rate ${show(each((n) => ratio(n, 'floor@engine')))}`,
+      );
+    }
+    const rate = (phase: Phase) => each((n) => find(n, c, phase).rate ?? NaN);
     console.log(
-      `${name}, median of rounds: ${ms(unloaded)} ms unloaded, ${ms(loaded)} ms under the backlog: ${(loaded / unloaded).toFixed(2)}×`,
+      `concurrency ${c}, closes/s: engine ${median(rate('engine')).toFixed(0)}, floor ${median(rate('floor')).toFixed(0)}, floor at the engine's rate ${median(rate('floor@engine')).toFixed(0)}`,
     );
   }
 }
