@@ -9,8 +9,9 @@ import {
   insertUnkeyedTask,
   insertUnkeyedTasks,
   newTaskRow,
+  bulkResults,
+  unkeyedBulkRows,
 } from './tasks/insert-statements.js';
-import { bulkResults, unkeyedBulkRows } from './tasks/bulk-results.js';
 import { getTask } from './tasks/task-statements.js';
 import {
   actedRow,
