@@ -219,3 +219,31 @@ export function bindingCases(fixture: ReturnType<typeof useBindingApp>): void {
     expect(await t.delay.get({ id: task.id })).toMatchObject({ state: 'executed', attempts: 2 });
   });
 }
+
+/**
+ * The case of a binding whose ORM opens a transaction of its own on the
+ * claim's connection (`open`, in the handler): its BEGIN is refused (as the
+ * ORM reports `verb`), the attempt fails and nothing commits early.
+ */
+export function refusesOwnTransaction(
+  fixture: ReturnType<typeof useBindingApp>,
+  verb: string,
+  open: (context: TaskContext) => Promise<unknown>,
+): void {
+  it(`refuses a ${verb === 'BEGIN' ? '$transaction' : 'transaction'} of its own on the claim's connection: the attempt fails, nothing commits early`, async () => {
+    const { t } = fixture;
+    handlerHooks.afterWrite = async (context) => {
+      if (context.attempt === 1) await open(context);
+    };
+    const task = await t.delay.schedule({ type: 'binding.effect', delay: 0 });
+    await t.tester.runDue();
+    expect(await t.effects(task.id)).toBe(0);
+    const failed = await t.delay.get({ id: task.id });
+    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(failed!.lastError).toContain(
+      `"${verb}" refused: a handler runs inside its claim's transaction`,
+    );
+    await t.tester.advance('10s');
+    expect(await t.effects(task.id)).toBe(1);
+  });
+}

@@ -7,8 +7,8 @@ import { describeWithServer } from '../support/test-database.js';
 import {
   Rollback,
   bindingCases,
+  refusesOwnTransaction,
   effectRow,
-  handlerHooks,
   useBindingApp,
   type BindingUnderTest,
 } from './binding-cases.js';
@@ -62,26 +62,12 @@ describeWithServer('nest-delay/drizzle', () => {
     ]);
   });
 
-  it("refuses a transaction of its own on the claim's connection: the attempt fails, nothing commits early", async () => {
-    const { t } = fixture;
-    handlerHooks.afterWrite = async (context) => {
-      if (context.attempt === 1)
-        // drizzle reports a failed statement as "Failed query: …", the driver's error as its cause.
-        await drizzleOn(context, { schema })
-          .transaction(async () => undefined)
-          .catch((error: Error) => {
-            throw error.cause;
-          });
-    };
-    const task = await t.delay.schedule({ type: 'binding.effect', delay: 0 });
-    await t.tester.runDue();
-    expect(await t.effects(task.id)).toBe(0);
-    const failed = await t.delay.get({ id: task.id });
-    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
-    expect(failed!.lastError).toMatch(
-      /"begin" refused: a handler runs inside its claim's transaction/,
-    );
-    await t.tester.advance('10s');
-    expect(await t.effects(task.id)).toBe(1);
-  });
+  // drizzle reports a failed statement as "Failed query: …", the driver's error as its cause.
+  refusesOwnTransaction(fixture, 'begin', (context) =>
+    drizzleOn(context, { schema })
+      .transaction(async () => undefined)
+      .catch((error: Error) => {
+        throw error.cause;
+      }),
+  );
 });

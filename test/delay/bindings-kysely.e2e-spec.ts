@@ -5,8 +5,8 @@ import { kyselyOn, kyselyTransaction } from 'nest-delay/kysely';
 import { describeWithServer } from '../support/test-database.js';
 import {
   bindingCases,
+  refusesOwnTransaction,
   effectRow,
-  handlerHooks,
   useBindingApp,
   type BindingUnderTest,
 } from './binding-cases.js';
@@ -33,23 +33,9 @@ describeWithServer('nest-delay/kysely', () => {
   const fixture = useBindingApp(kyselyBinding);
   bindingCases(fixture);
 
-  it("refuses a transaction of its own on the claim's connection: the attempt fails, nothing commits early", async () => {
-    const { t } = fixture;
-    handlerHooks.afterWrite = async (context) => {
-      if (context.attempt === 1)
-        await kyselyOn<Database>(context)
-          .transaction()
-          .execute(async () => undefined);
-    };
-    const task = await t.delay.schedule({ type: 'binding.effect', delay: 0 });
-    await t.tester.runDue();
-    expect(await t.effects(task.id)).toBe(0);
-    const failed = await t.delay.get({ id: task.id });
-    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
-    expect(failed!.lastError).toMatch(
-      /"begin" refused: a handler runs inside its claim's transaction/,
-    );
-    await t.tester.advance('10s');
-    expect(await t.effects(task.id)).toBe(1);
-  });
+  refusesOwnTransaction(fixture, 'begin', (context) =>
+    kyselyOn<Database>(context)
+      .transaction()
+      .execute(async () => undefined),
+  );
 });

@@ -5,8 +5,8 @@ import { describeWithServer } from '../support/test-database.js';
 import {
   Rollback,
   bindingCases,
+  refusesOwnTransaction,
   effectRow,
-  handlerHooks,
   useBindingApp,
   type BindingUnderTest,
 } from './binding-cases.js';
@@ -73,20 +73,7 @@ describeWithServer('nest-delay/prisma', () => {
     ]);
   });
 
-  it("refuses a $transaction of its own on the claim's connection: the attempt fails, nothing commits early", async () => {
-    const { t } = fixture;
-    handlerHooks.afterWrite = async (context) => {
-      if (context.attempt === 1) await onClaim(context).$transaction(async () => undefined);
-    };
-    const task = await t.delay.schedule({ type: 'binding.effect', delay: 0 });
-    await t.tester.runDue();
-    expect(await t.effects(task.id)).toBe(0);
-    const failed = await t.delay.get({ id: task.id });
-    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
-    expect(failed!.lastError).toMatch(
-      /"BEGIN" refused: a handler runs inside its claim's transaction/,
-    );
-    await t.tester.advance('10s');
-    expect(await t.effects(task.id)).toBe(1);
-  });
+  refusesOwnTransaction(fixture, 'BEGIN', (context) =>
+    onClaim(context).$transaction(async () => undefined),
+  );
 });
