@@ -7,7 +7,7 @@
  * them; spread: `count` (3,000) due evenly over 60 s, as `--only spread` runs
  * this project at its 1 s tick. Each on a fresh database; one JSON line out.
  */
-import { runDueTasksWithServerCpu } from './harness/run-system.js';
+import { burstFigures, runDueTasksWithServerCpu } from './harness/run-system.js';
 
 const SPREAD_MS = 60_000;
 const mode = process.argv[2];
@@ -16,7 +16,7 @@ const count = Number(process.argv[3] ?? (mode === 'burst' ? 10_000 : 3_000));
 const spanMs = mode === 'spread' ? (SPREAD_MS * count) / 3_000 : 0;
 const database = `bench_ab_${mode}`;
 
-const { run, serverMs } = await runDueTasksWithServerCpu({
+const measured = await runDueTasksWithServerCpu({
   system: 'project',
   tickMs: 1000,
   database,
@@ -31,14 +31,9 @@ console.log(
     count,
     /** Where `nest-delay` resolved from: the build under test, not this tree's. */
     engine: import.meta.resolve('nest-delay'),
-    drainMs: run.drainMs,
-    cpuUsPerTask: Math.round((run.cpuSeconds * 1e6) / count),
-    serverUsPerTask: Math.round((serverMs * 1e3) / count),
-    statementsPerTask: run.statementsPerTask,
-    lateness: run.outcome.lateness,
-    missing: run.outcome.missing,
-    duplicates: run.outcome.duplicates,
-    capped: run.capped,
+    ...burstFigures(measured, count),
+    lateness: measured.run.outcome.lateness,
+    capped: measured.run.capped,
   }),
 );
 process.exit(0);

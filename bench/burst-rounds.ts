@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SystemProcess } from './harness/child.js';
 import { dropDatabase, freshDatabase, readOutcome, seedOrders, withClient } from './harness/db.js';
-import { runDueTasksWithServerCpu, type DueRun } from './harness/run-system.js';
+import { burstFigures, runDueTasksWithServerCpu, type DueRun } from './harness/run-system.js';
 import type { SystemName } from './systems/system.js';
 
 const count = Number(process.argv[2] ?? 10_000);
@@ -58,14 +58,7 @@ async function floor(): Promise<number> {
   }
 }
 
-const figure = ({ run: r, serverMs }: { run: DueRun; serverMs: number }) => ({
-  drainMs: r.drainMs,
-  cpuUsPerTask: Math.round((r.cpuSeconds * 1e6) / count),
-  serverUsPerTask: Math.round((serverMs * 1e3) / count),
-  statementsPerTask: r.statementsPerTask,
-  missing: r.outcome.missing,
-  duplicates: r.outcome.duplicates,
-});
+const figure = (measured: { run: DueRun; serverMs: number }) => burstFigures(measured, count);
 
 async function main(): Promise<void> {
   const results = [];

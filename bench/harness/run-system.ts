@@ -89,6 +89,18 @@ export async function runDueTasksWithServerCpu(
   return { run, serverMs };
 }
 
+/** A burst's figures a task, as bench:burst-rounds and bench:ab print them. */
+export function burstFigures({ run, serverMs }: { run: DueRun; serverMs: number }, count: number) {
+  return {
+    drainMs: run.drainMs,
+    cpuUsPerTask: Math.round((run.cpuSeconds * 1e6) / count),
+    serverUsPerTask: Math.round((serverMs * 1e3) / count),
+    statementsPerTask: run.statementsPerTask,
+    missing: run.outcome.missing,
+    duplicates: run.outcome.duplicates,
+  };
+}
+
 export async function runDueTasks(o: DueRunOptions): Promise<DueRun> {
   const url = await freshDatabase(o.database);
   try {

@@ -82,23 +82,23 @@ export class DelayService {
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P>> {
     const req = this.normalize(request);
-    const manager = callerTransaction(options);
+    const caller = callerTransaction(options);
     const nowMs = this.now();
-    const inCaller = manager !== undefined;
+    const inCaller = caller !== undefined;
     const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
     const now = new Date(nowMs);
-    const sql = this.db.in(manager);
+    const sql = this.db.in(caller);
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
     const row =
       req.key === null
         ? newTaskRow(
-            await this.leasing(manager, insertUnkeyedTask(sql, req, lockedBy, now, traceContext)),
+            await this.leasing(caller, insertUnkeyedTask(sql, req, lockedBy, now, traceContext)),
             req,
             lockedBy,
             now,
           )
         : await this.leasing(
-            manager,
+            caller,
             insertTask(
               sql,
               req,
@@ -108,8 +108,8 @@ export class DelayService {
               traceContext,
             ),
           );
-    this.track(row, manager);
-    if (row.inserted) this.tell('onScheduled', [row], manager);
+    this.track(row, caller);
+    if (row.inserted) this.tell('onScheduled', [row], caller);
     return toTask<P>(row);
   }
 
@@ -132,11 +132,11 @@ export class DelayService {
       );
     }
     if (reqs.length === 0) return [];
-    const manager = callerTransaction(options);
-    const sql = this.db.in(manager);
+    const caller = callerTransaction(options);
+    const sql = this.db.in(caller);
     const nowMs = this.now();
     // Bulk rows are leased by the statement, each by its own due time against the horizon.
-    const lockedBy = leaseFor(this.policy, nowMs, nowMs, manager !== undefined);
+    const lockedBy = leaseFor(this.policy, nowMs, nowMs, caller !== undefined);
     const now = new Date(nowMs);
     const horizon = new Date(this.policy.horizonMs(nowMs));
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
@@ -144,7 +144,7 @@ export class DelayService {
     const rows = unkeyed
       ? unkeyedBulkRows(
           await this.leasing(
-            manager,
+            caller,
             insertUnkeyedTasks(sql, reqs, lockedBy, now, horizon, traceContext),
           ),
           reqs,
@@ -152,10 +152,10 @@ export class DelayService {
           nowMs,
           this.policy,
         )
-      : await this.leasing(manager, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
+      : await this.leasing(caller, insertTasks(sql, reqs, lockedBy, now, horizon, traceContext));
     const typed = rows.map((row) => ({ ...row, type: reqs[row.n - 1].type }));
-    followBulkWrite(this.wheel, this.runtime.ctx, typed, manager);
-    this.tell('onScheduled', typed, manager);
+    followBulkWrite(this.wheel, this.runtime.ctx, typed, caller);
+    this.tell('onScheduled', typed, caller);
     return bulkResults(sql, reqs, rows, unkeyed);
   }
 
@@ -171,11 +171,11 @@ export class DelayService {
   /** Cancels a pending task; returns it cancelled. */
   async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
-    const manager = callerTransaction(options);
-    const row = await cancelTask(this.db.in(manager), checked, cancel(), new Date(this.now()));
+    const caller = callerTransaction(options);
+    const row = await cancelTask(this.db.in(caller), checked, cancel(), new Date(this.now()));
     const cancelled = actedRow(checked, row, 'cancel');
-    followCancel(this.wheel, cancelled.id, manager);
-    this.tell('onCancelled', [cancelled], manager);
+    followCancel(this.wheel, cancelled.id, caller);
+    this.tell('onCancelled', [cancelled], caller);
     return toTask(cancelled);
   }
 
@@ -207,15 +207,15 @@ export class DelayService {
     options: EntityActionOptions = {},
   ): Promise<EntityActionResult> {
     const scope = checkEntityScope(entity, options?.types);
-    const manager = callerTransaction(options);
+    const caller = callerTransaction(options);
     const rows = await cancelEntityTasks(
-      this.db.in(manager),
+      this.db.in(caller),
       scope,
       cancelEntity(),
       new Date(this.now()),
     );
-    for (const row of rows) followCancel(this.wheel, row.id, manager);
-    this.tell('onCancelled', rows, manager);
+    for (const row of rows) followCancel(this.wheel, row.id, caller);
+    this.tell('onCancelled', rows, caller);
     return entityResult(scope.entity, rows);
   }
 
@@ -234,17 +234,17 @@ export class DelayService {
     const scope = checkEntityScope(entity, options?.types);
     const nowMs = this.now();
     const checked = checkEntityMove(move, nowMs);
-    const manager = callerTransaction(options);
+    const caller = callerTransaction(options);
     const rows = await this.leasing(
-      manager,
+      caller,
       rescheduleEntityTasks(
-        this.db.in(manager),
+        this.db.in(caller),
         scope,
-        rescheduleEntity(checked, nowMs, this.policy, manager !== undefined),
+        rescheduleEntity(checked, nowMs, this.policy, caller !== undefined),
         new Date(nowMs),
       ),
     );
-    for (const row of rows) this.track(row, manager);
+    for (const row of rows) this.track(row, caller);
     return entityResult(scope.entity, rows);
   }
 
@@ -283,11 +283,11 @@ export class DelayService {
     statement: typeof rescheduleTask,
     transition: (inCaller: boolean) => MoveAction,
   ): Promise<DelayedTask> {
-    const manager = callerTransaction(options);
-    const sql = this.db.in(manager);
-    const write = statement(sql, ref, transition(manager !== undefined), new Date(nowMs));
-    const changed = actedRow(ref, await this.leasing(manager, write), action);
-    this.track(changed, manager);
+    const caller = callerTransaction(options);
+    const sql = this.db.in(caller);
+    const write = statement(sql, ref, transition(caller !== undefined), new Date(nowMs));
+    const changed = actedRow(ref, await this.leasing(caller, write), action);
+    this.track(changed, caller);
     return toTask(changed);
   }
 
@@ -309,15 +309,15 @@ export class DelayService {
   }
 
   /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
-  private leasing<T>(manager: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
-    return manager ? write : this.runtime.writes.track(write);
+  private leasing<T>(caller: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
+    return caller ? write : this.runtime.writes.track(write);
   }
 
-  /** Tells the observer of these tasks once `manager` commits (at once without one). */
+  /** Tells the observer of these tasks once `caller` commits (at once without one). */
   private tell(
     hook: 'onScheduled' | 'onCancelled',
     rows: Pick<TaskRow, 'id' | 'type' | 'key' | 'due_at'>[],
-    manager: CallerTransaction | undefined,
+    caller: CallerTransaction | undefined,
   ): void {
     const { observer, afterCommit } = this.runtime.ctx;
     if (rows.length === 0 || !observer.wants(hook)) return;
@@ -327,14 +327,14 @@ export class DelayService {
       key: row.key,
       dueAt: row.due_at,
     }));
-    afterCommit.run(manager, () => {
+    afterCommit.run(caller, () => {
       for (const event of events) observer.emit(hook, event);
     });
   }
 
   /** Keeps the wheel in step with a row just written (the hold rules in firing/task-wheel.ts). */
-  private track(row: TaskRow, manager: CallerTransaction | undefined): void {
-    followWrite(this.wheel, this.runtime.ctx, row, manager);
+  private track(row: TaskRow, caller: CallerTransaction | undefined): void {
+    followWrite(this.wheel, this.runtime.ctx, row, caller);
   }
 
   private now(): number {

@@ -171,14 +171,14 @@ export function followWrite(
   wheel: TaskWheel,
   ctx: Holds,
   row: TaskRow,
-  manager: CallerTransaction | undefined,
+  caller: CallerTransaction | undefined,
 ): void {
   const { policy } = ctx;
   if (stateOf(row) !== 'pending') return;
   // Another instance's to run (see WindowPolicy.handles).
   if (!policy.handles(row.type)) return wheel.drop(row.id);
   const dueAtMs = row.due_at.getTime();
-  if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs, row.type);
+  if (caller) holdUncommitted(wheel, ctx, caller, row.id, dueAtMs, row.type);
   else if (policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs, row.type);
   else if (row.locked_by !== null) wheel.drop(row.id);
   // Unleased and committed: a hold it has (an earlier caller's write) moves with it.
@@ -194,11 +194,11 @@ export function followBulkWrite(
   wheel: TaskWheel,
   ctx: Holds,
   rows: readonly { id: TaskId; due_at: Date; locked_by: string | null; type: string }[],
-  manager: CallerTransaction | undefined,
+  caller: CallerTransaction | undefined,
 ): void {
   for (const row of rows) {
     const dueAtMs = row.due_at.getTime();
-    if (manager) holdUncommitted(wheel, ctx, manager, row.id, dueAtMs, row.type);
+    if (caller) holdUncommitted(wheel, ctx, caller, row.id, dueAtMs, row.type);
     else if (ctx.policy.holds(row.locked_by)) wheel.hold(row.id, dueAtMs, row.type);
   }
 }
@@ -210,9 +210,9 @@ export function followBulkWrite(
 export function followCancel(
   wheel: TaskWheel,
   id: TaskId,
-  manager: CallerTransaction | undefined,
+  caller: CallerTransaction | undefined,
 ): void {
-  if (!manager) wheel.drop(id);
+  if (!caller) wheel.drop(id);
 }
 
 /**
@@ -239,7 +239,7 @@ export function followFate(wheel: TaskWheel, ctx: Pick<Holds, 'policy'>, fate: F
 function holdUncommitted(
   wheel: TaskWheel,
   { policy, clock, afterCommit }: Holds,
-  manager: CallerTransaction,
+  caller: CallerTransaction,
   id: TaskId,
   dueAtMs: number,
   type: string,
@@ -249,5 +249,5 @@ function holdUncommitted(
       wheel.holdNoLaterThan(id, dueAtMs, type);
   };
   holdIfRunning();
-  afterCommit.run(manager, holdIfRunning);
+  afterCommit.run(caller, holdIfRunning);
 }

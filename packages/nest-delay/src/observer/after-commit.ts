@@ -56,9 +56,9 @@ export class AfterCommit implements EntitySubscriberInterface {
    * A caller's `transaction` of another ORM (DelayService's option) is not
    * seen committing: `run` goes to the `afterCommit` given with it, or is dropped.
    */
-  run(manager: CallerTransaction | undefined, run: () => void): void {
-    if (manager instanceof ForeignTransaction) return manager.afterCommit?.(run);
-    const runner = manager?.queryRunner;
+  run(caller: CallerTransaction | undefined, run: () => void): void {
+    if (caller instanceof ForeignTransaction) return caller.afterCommit?.(run);
+    const runner = caller?.queryRunner;
     if (!runner || !runner.isTransactionActive) return run();
     let list = this.waiting.get(runner);
     if (!list) this.waiting.set(runner, (list = []));
