@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { dropDatabase, freshDatabase, withClient } from './harness/db.js';
 import { freePort } from './harness/free-port.js';
 import { FLOOR_TYPE, startFloorDrain } from './floor-drain.js';
+import type { ProbeReading, ProbeRequest } from './in-app-probe.js';
 
 const CLOSE_UNPAID = 'order.close-unpaid';
 
@@ -32,6 +33,7 @@ const concurrencies = (process.argv[5] ?? '5,2').split(',').map(Number);
 const DATABASE = 'bench_api_backlog';
 const SECRET = 'bench-api-backlog-secret-0123456789abcdef';
 const MAIN = fileURLToPath(new URL('../../../dist/src/main.js', import.meta.url));
+const PROBE = fileURLToPath(new URL('./in-app-probe.js', import.meta.url));
 
 const b64 = (value: string) => Buffer.from(value).toString('base64url');
 function token(sub: string): string {
@@ -40,12 +42,25 @@ function token(sub: string): string {
   return `Bearer ${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
 }
 
+/** Sends `request` to the probe in the app's process and waits for its answer of type `answer`. */
+function ask<T = unknown>(child: ChildProcess, request: ProbeRequest, answer: string): Promise<T> {
+  return new Promise((resolve) => {
+    const listen = (message: { type: string }) => {
+      if (message.type !== answer) return;
+      child.off('message', listen);
+      resolve(message as T);
+    };
+    child.on('message', listen);
+    child.send(request);
+  });
+}
+
 async function startApp(
   url: string,
   concurrency: number,
 ): Promise<{ base: string; child: ChildProcess; output: () => string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, ['--import', PROBE, MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: url,
@@ -56,7 +71,7 @@ async function startApp(
       NO_COLOR: '1',
       DELAY_CONCURRENCY: String(concurrency),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -186,7 +201,12 @@ async function left(url: string, type: string): Promise<number> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-type Phase = 'unloaded' | 'engine' | 'floor' | 'floor@engine';
+/**
+ * `floor` and `floor@engine` (paced to the engine's rate) run inside the
+ * app's process (in-app-probe.ts), on its event loop as the engine does;
+ * `floor outside` runs in this process, so only the CPU is shared.
+ */
+type Phase = 'unloaded' | 'engine' | 'floor' | 'floor@engine' | 'floor outside';
 
 interface Row {
   round: number;
@@ -197,11 +217,16 @@ interface Row {
   rate?: number;
   /** From the backlog's insert to its first close run. */
   startedAfterMs?: number;
+  /** The app's process over the measured seconds. */
+  probe: ProbeReading;
+  /** Closes run over the measured seconds. */
+  closes?: number;
 }
 
 /** The requests while `backlog` closes drain, by the engine or by the floor. */
 async function underDrain(
   url: string,
+  child: ChildProcess,
   base: string,
   template: string,
   concurrency: number,
@@ -212,16 +237,33 @@ async function underDrain(
   await makeBacklog(url, template, backlog, type);
   const start = performance.now();
   const floor =
-    phase === 'engine'
-      ? undefined
-      : startFloorDrain(url, concurrency, phase === 'floor' ? undefined : engineRate);
+    phase === 'floor outside'
+      ? startFloorDrain(url, concurrency)
+      : phase === 'engine'
+        ? undefined
+        : await ask(
+            child,
+            {
+              type: 'floor-start',
+              url,
+              concurrency,
+              rate: phase === 'floor' ? undefined : engineRate,
+            },
+            'floor-started',
+          ).then(() => ({ stop: () => ask(child, { type: 'floor-stop' }, 'floor-stopped') }));
   // The engine finds the backlog at its next loader round (a heartbeat,
   // up to 10 s by default): the measured phase starts once it drains.
   while ((await left(url, type)) === backlog) await sleep(100);
   const startedAfterMs = performance.now() - start;
   const before = await left(url, type);
+  await ask(child, { type: 'mark' }, 'marked');
   const t0 = performance.now();
   const l = await measure(base, template, seconds * 1000);
+  const { reading: probe } = await ask<{ reading: ProbeReading }>(
+    child,
+    { type: 'read' },
+    'reading',
+  );
   const after = await left(url, type);
   const rate = (before - after) / ((performance.now() - t0) / 1000);
   if (after === 0)
@@ -235,7 +277,7 @@ async function underDrain(
     ),
   );
   await sleep(2_000);
-  return { concurrency, phase, l, rate, startedAfterMs };
+  return { concurrency, phase, l, rate, startedAfterMs, probe, closes: before - after };
 }
 
 /** One round at one concurrency, on a database and app of its own: unloaded, then under both drains. */
@@ -253,22 +295,20 @@ async function round(n: number, concurrency: number): Promise<Row[]> {
     const warmup = await measure(base, template, 2_000);
     for (const [what, count] of Object.entries(warmup.failed))
       console.log(`round ${n}, warm-up: ${count} ${what}`);
-    const rows: Row[] = [
-      {
-        round: n,
-        concurrency,
-        phase: 'unloaded',
-        l: await measure(base, template, seconds * 1000),
-      },
-    ];
+    await ask(child, { type: 'mark' }, 'marked');
+    const unloaded = await measure(base, template, seconds * 1000);
+    const { reading } = await ask<{ reading: ProbeReading }>(child, { type: 'read' }, 'reading');
+    const rows: Row[] = [{ round: n, concurrency, phase: 'unloaded', l: unloaded, probe: reading }];
     // The paced floor needs the engine's rate of this round, so it comes last.
     const order: Array<Exclude<Phase, 'unloaded'>> =
-      n % 2 ? ['engine', 'floor', 'floor@engine'] : ['floor', 'engine', 'floor@engine'];
+      n % 2
+        ? ['engine', 'floor', 'floor outside', 'floor@engine']
+        : ['floor', 'floor outside', 'engine', 'floor@engine'];
     for (const phase of order) {
       const engineRate = rows.find((row) => row.phase === 'engine')?.rate;
       rows.push({
         round: n,
-        ...(await underDrain(url, base, template, concurrency, phase, engineRate)),
+        ...(await underDrain(url, child, base, template, concurrency, phase, engineRate)),
       });
     }
     // What the app said of the requests it failed, if any.
@@ -301,12 +341,20 @@ async function main(): Promise<void> {
     }
   console.log(`backlog ${backlog} closes due at once; ${seconds} s a phase; two users`);
   console.log(
-    'round  conc  phase        GET p50  GET p99  POST p50  POST p99  answered  failed  closes/s (began after)',
+    'round  conc  phase          GET p50  GET p99  POST p50  POST p99  answered  failed  closes/s (began after)  app CPU  loop p50/p99/max ms  app CPU a close',
   );
-  for (const { round: n, concurrency, phase, l, rate, startedAfterMs } of rows) {
+  const unloadedOf = (n: number, c: number) =>
+    rows.find((row) => row.round === n && row.concurrency === c && row.phase === 'unloaded')!;
+  for (const row of rows) {
+    const { round: n, concurrency, phase, l, rate, startedAfterMs, probe, closes } = row;
     const failed = Object.entries(l.failed).map(([what, count]) => `${count} ${what}`);
+    // The app's CPU beyond what its requests cost unloaded (per answer), a close.
+    const base = unloadedOf(n, concurrency);
+    const perAnswer = base.probe.cpuMs / (base.l.get.length + base.l.post.length);
+    const drainCpu = probe.cpuMs - perAnswer * (l.get.length + l.post.length);
+    const perClose = closes ? `${((drainCpu / closes) * 1000).toFixed(0)} µs` : '';
     console.log(
-      `${String(n).padEnd(6)} ${String(concurrency).padEnd(5)} ${phase.padEnd(12)} ${PICKS.map(([name, pick]) => ms(pick(l)).padStart(name.length + 1)).join(' ')}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${rate === undefined ? '' : `${rate.toFixed(0)} (${((startedAfterMs ?? 0) / 1000).toFixed(1)} s)`}`,
+      `${String(n).padEnd(6)} ${String(concurrency).padEnd(5)} ${phase.padEnd(14)} ${PICKS.map(([name, pick]) => ms(pick(l)).padStart(name.length + 1)).join(' ')}  ${String(l.get.length + l.post.length).padStart(8)}  ${(failed.join(', ') || '0').padStart(6)}  ${(rate === undefined ? '' : `${rate.toFixed(0)} (${((startedAfterMs ?? 0) / 1000).toFixed(1)} s)`).padEnd(22)}  ${`${((probe.cpuMs / (seconds * 1000)) * 100).toFixed(0)}%`.padStart(7)}  ${[probe.loopP50, probe.loopP99, probe.loopMax].map(ms).join('/').padStart(19)}  ${perClose}`,
     );
   }
   const serverErrors = rows
@@ -326,12 +374,12 @@ async function main(): Promise<void> {
       const ratio = (n: number, phase: Phase) =>
         pick(find(n, c, phase).l) / pick(find(n, c, 'unloaded').l);
       console.log(
-        `concurrency ${c}, ${name}: engine ${show(each((n) => ratio(n, 'engine')))}, floor ${show(each((n) => ratio(n, 'floor')))}, floor at the engine's rate ${show(each((n) => ratio(n, 'floor@engine')))}`,
+        `concurrency ${c}, ${name}: engine ${show(each((n) => ratio(n, 'engine')))}, floor in the app ${show(each((n) => ratio(n, 'floor')))}, floor in the app at the engine's rate ${show(each((n) => ratio(n, 'floor@engine')))}, floor outside ${show(each((n) => ratio(n, 'floor outside')))}`,
       );
     }
     const rate = (phase: Phase) => each((n) => find(n, c, phase).rate ?? NaN);
     console.log(
-      `concurrency ${c}, closes/s: engine ${median(rate('engine')).toFixed(0)}, floor ${median(rate('floor')).toFixed(0)}, floor at the engine's rate ${median(rate('floor@engine')).toFixed(0)}`,
+      `concurrency ${c}, closes/s: engine ${median(rate('engine')).toFixed(0)}, floor in the app ${median(rate('floor')).toFixed(0)}, at the engine's rate ${median(rate('floor@engine')).toFixed(0)}, floor outside ${median(rate('floor outside')).toFixed(0)}`,
     );
   }
 }
