@@ -7,7 +7,7 @@
 // The app (src/) depends on the package by name; the package never on the app.
 const P = '^packages/nest-delay/src/';
 const SERVICE = '[.]service[.]ts$';
-const TOP_ROOT = `${P}(delay[.]module|delay[.]module-definition|delay[.]explorer|index|internal|delay-stats)[.]ts$`;
+const TOP_ROOT = `${P}(delay[.]module|delay[.]module-definition|delay[.]explorer|index|internal|delay-stats|cli)[.]ts$`;
 const LAYERS = [
   ['wheel', `${P}wheel/`],
   ['clock', `${P}clock/`],

@@ -6,6 +6,7 @@ import {
   type DelayModuleOptions,
   type TaskContext,
 } from 'nest-delay';
+import { pgTransaction } from 'nest-delay/pg';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { MINUTE, SECOND, createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
@@ -58,6 +59,7 @@ export class Rollback extends Error {}
 export function useBindingApp(
   open: (url: string) => BindingUnderTest,
   options: DelayModuleOptions = {},
+  setup: { withoutTypeorm?: boolean } = {},
 ): { readonly t: DelayTestApp; readonly binding: BindingUnderTest; readonly url: string } {
   let db: TestDatabase | undefined;
   let app: DelayTestApp | undefined;
@@ -66,7 +68,7 @@ export function useBindingApp(
     app = await createDelayTestApp(
       db,
       { concurrency: 1, retry: { baseDelay: '10s', jitter: 0 }, ...options },
-      { modules: [BindingHandlersModule as unknown as DynamicModule] },
+      { modules: [BindingHandlersModule as unknown as DynamicModule], ...setup },
     );
     handlerHooks.binding = open(db.url);
   });
@@ -246,4 +248,33 @@ export function refusesOwnTransaction(
     await t.tester.advance('10s');
     expect(await t.effects(task.id)).toBe(1);
   });
+}
+
+/** node-pg: a pool's client inside BEGIN; a handler writes through `context.client`. */
+export function pgBinding(url: string): BindingUnderTest {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    async inTransaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work(pgTransaction(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async writeEffect(context: TaskContext) {
+      const row = effectRow(context);
+      await context.client.query(
+        `INSERT INTO effect (task_id, instance, attempt, at) VALUES ($1, $2, $3, $4)`,
+        [row.task_id, row.instance, row.attempt, row.at],
+      );
+    },
+    close: () => pool.end(),
+  };
 }

@@ -1,44 +1,13 @@
-import pg from 'pg';
-import { DelayValidationError, type DelayObserver, type TaskContext } from 'nest-delay';
-import { pgTransaction } from 'nest-delay/pg';
+import { DelayValidationError, type DelayObserver } from 'nest-delay';
 import { describeWithServer } from '../support/test-database.js';
 import {
   Rollback,
   bindingCases,
   effectRow,
   handlerHooks,
+  pgBinding,
   useBindingApp,
-  type BindingUnderTest,
 } from './binding-cases.js';
-
-/** node-pg: a pool's client inside BEGIN; a handler writes through `context.client`. */
-function pgBinding(url: string): BindingUnderTest {
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  return {
-    async inTransaction(work) {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const result = await work(pgTransaction(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
-    async writeEffect(context: TaskContext) {
-      const row = effectRow(context);
-      await context.client.query(
-        `INSERT INTO effect (task_id, instance, attempt, at) VALUES ($1, $2, $3, $4)`,
-        [row.task_id, row.instance, row.attempt, row.at],
-      );
-    },
-    close: () => pool.end(),
-  };
-}
 
 const scheduled: unknown[] = [];
 const observer: DelayObserver = { onScheduled: (event) => void scheduled.push(event) };

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
+import pg from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source-options.js';
 import {
@@ -14,6 +15,7 @@ import {
   DelayService,
   DelayedTaskHandler,
   TaskStateError,
+  migrateDelaySchema,
   type DelayModuleOptions,
   type TaskContext,
 } from 'nest-delay';
@@ -119,7 +121,20 @@ export interface DelayTestSetup {
   logger?: LoggerService;
   /** Register the DataSource under this name and give it to DelayModule as `dataSource`. */
   dataSourceName?: string;
+  /**
+   * No TypeORM at all: the schema from migrateDelaySchema, DelayModule on the
+   * `connection` option (the database's URL), and `dataSource` a stand-in
+   * that fails any use.
+   */
+  withoutTypeorm?: boolean;
 }
+
+/** Where an app without TypeORM has no DataSource: any use of it is a test's mistake. */
+const NO_DATA_SOURCE = new Proxy({} as DataSource, {
+  get(_, key) {
+    throw new Error(`this test app runs without TypeORM: no DataSource (read ${String(key)})`);
+  },
+});
 
 export async function createDelayTestApp(
   db: TestDatabase,
@@ -128,20 +143,29 @@ export async function createDelayTestApp(
 ): Promise<DelayTestApp> {
   const { clock = new ManualClock(), modules = [], beforeInit, dataSourceName } = setup;
   const behaviour = new HandlerBehaviour();
+  const ownPool = setup.withoutTypeorm
+    ? new pg.Pool({ connectionString: db.url, max: db.poolSize })
+    : undefined;
+  if (ownPool) await migrateDelaySchema(ownPool);
   const moduleRef = await useManualClock(
     Test.createTestingModule({
       imports: [
-        TypeOrmModule.forRoot({
-          ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
-          ...(dataSourceName === undefined ? {} : { name: dataSourceName }),
-          // Some tests make queries fail on purpose; TEST_LOGS=1 shows them.
-          logging: process.env.TEST_LOGS ? ['error', 'warn'] : false,
-          retryAttempts: 0,
-        }),
+        ...(ownPool
+          ? []
+          : [
+              TypeOrmModule.forRoot({
+                ...dataSourceOptions({ url: db.url, poolSize: db.poolSize, migrationsRun: true }),
+                ...(dataSourceName === undefined ? {} : { name: dataSourceName }),
+                // Some tests make queries fail on purpose; TEST_LOGS=1 shows them.
+                logging: process.env.TEST_LOGS ? ['error', 'warn'] : false,
+                retryAttempts: 0,
+              }),
+            ]),
         DelayModule.forRoot({
           concurrency: db.isServer ? undefined : 1,
           // PGlite keeps one session for every connection, as the example app knows (app-config.ts).
           preparedStatements: db.isServer && process.env.DELAY_PREPARED_STATEMENTS !== 'false',
+          ...(ownPool ? { connection: ownPool } : {}),
           ...options,
           ...(dataSourceName === undefined ? {} : { dataSource: dataSourceName }),
         }),
@@ -153,16 +177,19 @@ export async function createDelayTestApp(
   )
     .setLogger(setup.logger ?? (process.env.TEST_LOGS ? new ConsoleLogger() : new SilentLogger()))
     .compile();
-  const dataSource = moduleRef.get<DataSource>(getDataSourceToken(dataSourceName));
-  const query = <T = any>(sql: string, params?: unknown[]): Promise<T[]> =>
-    dataSource.query(sql, params);
+  const dataSource = ownPool
+    ? NO_DATA_SOURCE
+    : moduleRef.get<DataSource>(getDataSourceToken(dataSourceName));
+  const query = async <T = any>(sql: string, params?: unknown[]): Promise<T[]> =>
+    ownPool ? (await ownPool.query(sql, params)).rows : dataSource.query(sql, params);
   try {
-    await dataSource.query(EFFECT_TABLE);
+    await query(EFFECT_TABLE);
     beforeInit?.(moduleRef);
     await moduleRef.init();
   } catch (error) {
     // A failed boot must not leave its pool open behind the test.
     await moduleRef.close().catch(() => undefined);
+    await ownPool?.end();
     throw error;
   }
   const delay = moduleRef.get(DelayService);
@@ -194,7 +221,10 @@ export async function createDelayTestApp(
       }
       await tester.runDue();
     },
-    close: () => moduleRef.close(),
+    async close() {
+      await moduleRef.close();
+      await ownPool?.end();
+    },
   };
 }
 

@@ -121,20 +121,20 @@ describe('the TypeORM and pg internals nest-delay relies on', () => {
   });
 
   it("a claim connection's commit says whether Postgres committed; an aborted transaction stays open for restart", async () => {
-    const connection = await claimConnection(new Database(dataSource));
+    const connection = await claimConnection(Database.onDataSource(dataSource));
     try {
       await connection.begin('', 60_000);
-      expect(connection.runner.isTransactionActive).toBe(true);
+      expect(connection.runner!.isTransactionActive).toBe(true);
       expect(await connection.commit('SELECT 1')).toBe(true);
-      expect(connection.runner.isTransactionActive).toBe(false);
+      expect(connection.runner!.isTransactionActive).toBe(false);
       await connection.begin('', 60_000);
       await connection.sql.rows('SELECT * FROM no_such_table', []).catch(() => undefined);
       expect(await connection.commit('SELECT 1')).toBe(false);
       // Still open (aborted): restart rolls it back and begins anew in one message.
-      expect(connection.runner.isTransactionActive).toBe(true);
+      expect(connection.runner!.isTransactionActive).toBe(true);
       await connection.restart(60_000);
       expect(await connection.commit('SELECT 1')).toBe(true);
-      expect(connection.runner.isTransactionActive).toBe(false);
+      expect(connection.runner!.isTransactionActive).toBe(false);
     } finally {
       await connection.release();
     }

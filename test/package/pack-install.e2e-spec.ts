@@ -3,7 +3,12 @@ import { builtinModules } from 'node:module';
 import { dirname, join, normalize } from 'node:path';
 import { describeWithServer } from '../support/test-database.js';
 import { serverDatabase } from './server-database.js';
-import { PROBE_APP_DEPS, probeAppSources } from './probe-app.js';
+import {
+  PG_PROBE_APP_DEPS,
+  PROBE_APP_DEPS,
+  pgProbeAppSources,
+  probeAppSources,
+} from './probe-app.js';
 import { anchorsOf, relativeLinks } from './readme-setup.js';
 import {
   cleanUp,
@@ -174,5 +179,77 @@ describeWithServer('nest-delay installed from its tarball into a foreign Nest ap
     const [row] = await db.query(sql);
     expect(row.t).toBe('delayed_task');
     expect(row.names).toContainEqual(expect.stringMatching(/^CreateDelayedTask/));
+  });
+});
+
+describeWithServer('nest-delay installed from its tarball into a Nest app without TypeORM', () => {
+  let db: Awaited<ReturnType<typeof serverDatabase>>;
+  const steps: Partial<Record<'install' | 'tsc' | 'migrate' | 'app', Step>> = {};
+  let appDir: string;
+
+  beforeAll(async () => {
+    db = await serverDatabase('pg');
+    const { tarball, work } = pack();
+    appDir = join(work, 'pg-app');
+    mkdirSync(join(appDir, 'src'), { recursive: true });
+    const dependencies: Record<string, string> = { 'nest-delay': `file:${tarball}` };
+    for (const name of PG_PROBE_APP_DEPS) dependencies[name] = lockedVersion(name);
+    const pkg = { name: 'pg-probe-app', private: true, type: 'module', dependencies };
+    writeFileSync(join(appDir, 'package.json'), JSON.stringify(pkg, null, 2));
+    for (const [file, text] of Object.entries(pgProbeAppSources(root)))
+      writeFileSync(join(appDir, file), text);
+    steps.install = npmInstall(appDir);
+    if (!steps.install.ok) return;
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    steps.tsc = run('tsc', process.execPath, [tsc, '-p', join(appDir, 'tsconfig.json')], {
+      timeout: 60_000,
+    });
+    if (!steps.tsc.ok) return;
+    const env = { PATH: process.env.PATH ?? '', NO_COLOR: '1', DATABASE_URL: db.url };
+    // What the docs tell a user to run: the package's bin, as npx finds it.
+    steps.migrate = run(
+      'nest-delay migrate',
+      join(appDir, 'node_modules/.bin/nest-delay'),
+      ['migrate'],
+      {
+        cwd: appDir,
+        env,
+        timeout: 45_000,
+      },
+    );
+    if (!steps.migrate.ok) return;
+    steps.app = run('pg probe app', process.execPath, ['dist/main.js'], {
+      cwd: appDir,
+      env,
+      timeout: 45_000,
+    });
+  }, TIMEOUT + 90_000);
+
+  afterAll(() => db?.drop());
+
+  it('installs with neither typeorm nor @nestjs/typeorm, optional peers', () => {
+    expectOk(steps.install, 'npm install');
+    expect(existsSync(join(appDir, 'node_modules/typeorm'))).toBe(false);
+    expect(existsSync(join(appDir, 'node_modules/@nestjs/typeorm'))).toBe(false);
+    expect(pkgJson.peerDependenciesMeta.typeorm).toEqual({ optional: true });
+    expect(pkgJson.peerDependenciesMeta['@nestjs/typeorm']).toEqual({ optional: true });
+  });
+
+  it('type-checks against the installed types without TypeORM', () => {
+    expectOk(steps.tsc, 'tsc');
+  });
+
+  it('migrates with `nest-delay migrate`, recording each migration in delay_migrations', async () => {
+    expectOk(steps.migrate, 'nest-delay migrate');
+    expect(steps.migrate.output).toMatch(/ran \d+: CreateDelayedTask1763800000000/);
+    const [row] = await db.query(`SELECT count(*)::int AS n FROM delay_migrations`);
+    expect(row.n).toBeGreaterThan(10);
+  });
+
+  it('schedules in its own pg transaction and runs the task exactly once, its effect through the claim', () => {
+    expectOk(steps.app, 'pg probe app');
+    const line = steps.app.output.split('\n').find((l) => l.startsWith('{"effects"'));
+    if (!line) throw new Error(`no result line\n${steps.app.detail}`);
+    expect(JSON.parse(line)).toEqual({ effects: 1, state: 'executed' });
   });
 });

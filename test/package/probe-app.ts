@@ -80,3 +80,67 @@ await app.close();
 `,
   };
 }
+
+/** The same probe for an app with no TypeORM: plain pg, the engine on its own pool. */
+export const PG_PROBE_APP_DEPS = [
+  '@nestjs/common',
+  '@nestjs/core',
+  'pg',
+  '@types/pg',
+  'reflect-metadata',
+  'rxjs',
+];
+
+/**
+ * Migrates with the package's bin (`nest-delay migrate`, run by the test
+ * before it starts), schedules in its own pg transaction, and writes its
+ * effect through the claim's client.
+ */
+export function pgProbeAppSources(root: string): Record<string, string> {
+  return {
+    'tsconfig.json': probeAppSources(root)['tsconfig.json'],
+    'src/main.ts': `
+import 'reflect-metadata';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import pg from 'pg';
+import { DelayModule, DelayService, DelayedTaskHandler, type TaskContext } from 'nest-delay';
+import { pgTransaction } from 'nest-delay/pg';
+
+@Injectable()
+class ProbeHandler {
+  @DelayedTaskHandler('probe.ping')
+  async ping(_payload: unknown, context: TaskContext): Promise<void> {
+    await context.client.query('INSERT INTO probe_effect(task_id) VALUES ($1)', [context.task.id]);
+  }
+}
+
+@Module({
+  imports: [DelayModule.forRoot({ connection: process.env.DATABASE_URL!, tickMs: 50 })],
+  providers: [ProbeHandler],
+})
+class AppModule {}
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+await pool.query('CREATE TABLE IF NOT EXISTS probe_effect (task_id bigint NOT NULL)');
+const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+app.enableShutdownHooks();
+const delay = app.get(DelayService);
+const client = await pool.connect();
+await client.query('BEGIN');
+const task = await delay.schedule({ type: 'probe.ping', delay: 200 }, { transaction: pgTransaction(client) });
+await client.query('COMMIT');
+client.release();
+const effects = async (): Promise<number> => (await pool.query('SELECT count(*)::int AS n FROM probe_effect')).rows[0].n;
+const deadline = Date.now() + 20_000;
+while ((await effects()) < 1 && Date.now() < deadline) await sleep(50);
+// Long enough for a second, wrong run of the same task to show up.
+await sleep(500);
+const { rows: [row] } = await pool.query('SELECT executed_at FROM delayed_task WHERE id = $1', [task.id]);
+console.log(JSON.stringify({ effects: await effects(), state: row?.executed_at ? 'executed' : 'not executed' }));
+await app.close();
+await pool.end();
+`,
+  };
+}

@@ -50,15 +50,25 @@ export const unknownOption = (
   );
 };
 
+export const noDatabase = () =>
+  'DelayModule has no database: give its options a connection (a pg Pool or a postgres:// connection string), ' +
+  'or register a TypeORM DataSource with TypeOrmModule.forRoot (the dataSource extra names which).';
+
+export const noManager = () =>
+  'context.manager is a TypeORM EntityManager, and this DelayModule runs on a connection of its own (its connection option), ' +
+  'not on a TypeORM DataSource: write through context.sql or context.client, or your ORM through its binding (docs/bindings.md).';
+
 export const missingTables = (detail: string) =>
   `DelayModule's tables are missing from its database (${detail}). Add delayMigrations (from 'nest-delay') ` +
   `to your DataSource's migrations, e.g. migrations: [...delayMigrations, ...yours], and run them ` +
-  `(migrationsRun: true, or your migration:run script) before the app starts.`;
+  `(migrationsRun: true, or your migration:run script) before the app starts; without TypeORM, run ` +
+  `\`npx nest-delay migrate\` (DATABASE_URL) or call migrateDelaySchema(pool) first.`;
 
 export const migrationsBehind = (detail: string, missing: string[]) =>
   `DelayModule's database is behind this version of nest-delay (${detail}): its migrations table lacks ` +
   `${missing.join(', ')}. Run your migrations, with delayMigrations (from 'nest-delay') among them, ` +
-  `before the app starts (migrationsRun: true, or your migration:run script).`;
+  `before the app starts (migrationsRun: true, or your migration:run script); without TypeORM, ` +
+  `\`npx nest-delay migrate\` or migrateDelaySchema(pool).`;
 
 export const noShutdownHooks = () =>
   "Nothing handles SIGTERM in this process: a stop or deploy will not hand this instance's tasks back, " +

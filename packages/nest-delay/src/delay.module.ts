@@ -4,7 +4,7 @@ import { DelayAdmin } from './admin/delay-admin.service.js';
 import type { DataSource } from 'typeorm';
 import { CLOCK } from './clock/index.js';
 import { measuredDatabaseClock } from './lease/clock-watch.js';
-import { Database } from './store/sql.js';
+import { openDatabase } from './store/sql.js';
 import {
   DELAY_ASYNC_OPTIONS_TYPE,
   DELAY_MODULE_OPTIONS,
@@ -18,6 +18,7 @@ import {
 } from './delay.options.js';
 import { DelayService } from './delay.service.js';
 import {
+  DELAY_DATABASE,
   DELAY_DATA_SOURCE,
   DELAY_OBSERVER_CALLS,
   DELAY_OPTIONS,
@@ -33,20 +34,28 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
 /**
  * `DelayModule.forRoot({ ...options, dataSource?, isGlobal? })` or
  * `forRootAsync({ useFactory, inject, dataSource?, isGlobal? })`: exports
- * DelayService, and DelayAdmin for operators' tools (global by default). Needs a TypeORM DataSource whose
- * migrations include `delayMigrations`. Tests swap CLOCK for a ManualClock
+ * DelayService, and DelayAdmin for operators' tools (global by default). Runs
+ * on the options' `connection` (a pg pool of its own) or else on the app's
+ * TypeORM DataSource; the schema comes from `delayMigrations` (in the
+ * DataSource's migrations, or `migrateDelaySchema`). Tests swap CLOCK for a ManualClock
  * (see `nest-delay/testing`).
  */
 @Module({
   imports: [DiscoveryModule],
   providers: [
     // Measured before any provider that reads it is built (DatabaseClock).
+    { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
+    {
+      provide: DELAY_DATABASE,
+      useFactory: (options: ResolvedDelayOptions, dataSource: DataSource | null) =>
+        openDatabase(options.connection, dataSource),
+      inject: [DELAY_OPTIONS, DELAY_DATA_SOURCE],
+    },
     {
       provide: CLOCK,
-      useFactory: (dataSource: DataSource) => measuredDatabaseClock(new Database(dataSource)),
-      inject: [DELAY_DATA_SOURCE],
+      useFactory: measuredDatabaseClock,
+      inject: [DELAY_DATABASE],
     },
-    { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
     {
       provide: DELAY_TRACING,
       useFactory: async (options: ResolvedDelayOptions) =>

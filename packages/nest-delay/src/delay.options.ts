@@ -52,6 +52,17 @@ export interface RetentionPolicy {
 
 export interface DelayModuleOptions {
   /**
+   * The engine's own database: a pg `Pool` (the app keeps ending it) or a
+   * connection string (the engine opens a pool of 10 and ends it at
+   * shutdown). Its claims then never take a connection the app's requests
+   * need, and no TypeORM is needed: apps on Prisma, Drizzle, Kysely,
+   * MikroORM or plain pg give this and schedule through a binding
+   * (docs/bindings.md); handlers use `context.sql` or `context.client`.
+   * Default: the pool of the app's TypeORM DataSource (the `dataSource` extra
+   * picks which), where handlers also get `context.manager`.
+   */
+  connection?: string | DelayPool;
+  /**
    * Length of one wheel tick (default 1000 ms): how far ahead of their due time
    * entries leave the wheel for the due queue. Not the timing resolution: each
    * task fires at its own due time, whatever the tick.
@@ -114,6 +125,15 @@ export interface DelayModuleOptions {
   preparedStatements?: boolean;
 }
 
+/** A pg Pool, as far as the engine uses one (pg's own `Pool` is one). */
+export interface DelayPool {
+  connect(): Promise<unknown>;
+  query(text: string, params?: unknown[]): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: 'connect', listener: (client: never) => void): unknown;
+  readonly options?: { max?: number };
+}
+
 // Unknown keys: a misspelt option (`tickMS: 50`) would otherwise be ignored without a word.
 
 type Words<S extends string> = S extends `${infer Head} ${infer Rest}` ? Head | Words<Rest> : S;
@@ -129,7 +149,7 @@ function keysOf<T>() {
 }
 
 const MODULE_KEYS = keysOf<DelayModuleOptions>()(
-  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements',
+  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements connection',
 );
 const RETRY_KEYS = keysOf<RetryPolicy>()('maxAttempts baseDelay maxDelay jitter');
 const RETENTION_KEYS = keysOf<RetentionPolicy>()('finished dead interval');
@@ -271,6 +291,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}) {
     );
   }
   return {
+    connection: connectionOption(options.connection),
     tickMs,
     slots,
     windowMs,
@@ -301,6 +322,20 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}) {
     tracing: booleanOption(options.tracing, 'tracing', true),
     preparedStatements: booleanOption(options.preparedStatements, 'preparedStatements', true),
   };
+}
+
+function connectionOption(connection: string | DelayPool | undefined) {
+  if (connection === undefined) return undefined;
+  if (typeof connection === 'string' && /^postgres(ql)?:\/\//.test(connection)) return connection;
+  if (
+    typeof connection === 'object' &&
+    connection !== null &&
+    typeof connection.connect === 'function'
+  )
+    return connection;
+  throw new TypeError(
+    `DelayModule option connection must be a pg Pool or a postgres:// connection string; got ${typeof connection === 'string' ? `"${connection.replace(/:[^:@/]*@/, ':***@')}"` : typeof connection}`,
+  );
 }
 
 function observerOption(observer: DelayObserver | undefined): DelayObserver | undefined {

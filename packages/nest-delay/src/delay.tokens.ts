@@ -1,5 +1,11 @@
-/** The TypeORM DataSource the module works through (picked by the `dataSource` extra). */
+/**
+ * The app's TypeORM DataSource picked by the `dataSource` extra, or null:
+ * no `@nestjs/typeorm` installed, or none registered.
+ */
 export const DELAY_DATA_SOURCE = Symbol('DELAY_DATA_SOURCE');
+
+/** The engine's connections (store/sql.ts Database): its own pool, or the DataSource's. */
+export const DELAY_DATABASE = Symbol('DELAY_DATABASE');
 
 /** The module's options resolved once, with every default filled in. */
 export const DELAY_OPTIONS = Symbol('DELAY_OPTIONS');

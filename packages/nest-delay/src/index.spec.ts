@@ -28,6 +28,7 @@ describe('the public surface', () => {
       'defineTask',
       'delayHttpException',
       'delayMigrations',
+      'migrateDelaySchema',
       'parseDuration',
       'tryParseDuration',
     ]);

@@ -73,7 +73,12 @@ export {
 export { DelayExceptionFilter, delayHttpException } from './errors/delay-exception.filter.js';
 export { CLOCK, type Clock, type TimerHandle } from './clock/index.js';
 export { parseDuration, tryParseDuration, type Duration } from './duration.js';
-export { delayMigrations } from './migrations/index.js';
+export { delayMigrations, migrateDelaySchema } from './migrations/index.js';
+export type {
+  DelayMigration,
+  MigrateOptions,
+  MigrationRunner,
+} from './migrations/migration-runner.js';
 export type { DelayStats } from './delay-stats.js';
 export type {
   ClaimEvent,

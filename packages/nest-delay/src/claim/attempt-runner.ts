@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { errorText, noHandlerAtRun } from '../delay.messages.js';
+import { errorText, noHandlerAtRun, noManager } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { CUT_OFF_GRACE_MS } from '../context/tuning.js';
@@ -75,7 +75,7 @@ export class AttemptRunner {
         row,
         'skipped: an earlier occurrence of its schedule is still retrying (overlap: skip)',
       );
-    const { manager } = connection.runner;
+    const manager = connection.runner?.manager;
     const { sql } = connection;
     // One statement, one result: the array form is for scripts, which handlers do not send here.
     const client = connection.client as unknown as ClaimClient;
@@ -89,7 +89,10 @@ export class AttemptRunner {
             call(spans, row.id, () =>
               handler.fn(row.payload, {
                 task: toTask(row),
-                manager,
+                get manager() {
+                  if (!manager) throw new Error(noManager());
+                  return manager;
+                },
                 sql,
                 client,
                 attempt: row.attempts,

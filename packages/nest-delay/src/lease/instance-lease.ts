@@ -84,7 +84,7 @@ export class InstanceLease implements LifecycleService {
   async stop(): Promise<void> {
     await this.rounds.stop();
     this.expiresAtMs = undefined;
-    if (!this.releaseAtStop || !this.ctx.db.dataSource.isInitialized) return;
+    if (!this.releaseAtStop || !this.ctx.db.isOpen) return;
     const { db, options, logger } = this.ctx;
     try {
       while ((await handBackTasks(db.pool, options.instanceId, HAND_BACK_STEP)) === HAND_BACK_STEP);

@@ -1,14 +1,14 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * `delayed_task`, the truth behind the wheels: `executed_at` commits with the
  * handler's effects, which makes them happen once. `delay_instance` holds one
  * lease row per instance, renewed instead of every leased task's row.
  */
-export class CreateDelayedTask1763800000000 implements MigrationInterface {
+export class CreateDelayedTask1763800000000 implements DelayMigration {
   name = 'CreateDelayedTask1763800000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       CREATE TABLE delayed_task (
         id            bigserial PRIMARY KEY,
@@ -60,7 +60,7 @@ export class CreateDelayedTask1763800000000 implements MigrationInterface {
       )`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE delay_instance`);
     await queryRunner.query(`DROP TABLE delayed_task`);
   }

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 3: cut-off attempts. A claim that dies with its process rolls back
@@ -7,10 +7,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * tasks it runs; a note left unlocked is orphaned, and the task's next claim
  * charges the attempt and flags it `interrupted_at` (it then runs alone).
  */
-export class DelayAttempts1764000000000 implements MigrationInterface {
+export class DelayAttempts1764000000000 implements DelayMigration {
   name = 'DelayAttempts1764000000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE delayed_task ADD COLUMN interrupted_at timestamptz NULL`);
     await queryRunner.query(`
       CREATE TABLE delay_attempt (
@@ -22,7 +22,7 @@ export class DelayAttempts1764000000000 implements MigrationInterface {
       )`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE delay_attempt`);
     await queryRunner.query(`ALTER TABLE delayed_task DROP COLUMN interrupted_at`);
   }

@@ -1,14 +1,14 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 8: recurring schedules. Each occurrence becomes one `delayed_task`
  * naming its schedule and instant; the unique index keeps it to one task per
  * occurrence, ever. Its build blocks writes: migrate a large table at a quiet moment.
  */
-export class DelaySchedules1764500000000 implements MigrationInterface {
+export class DelaySchedules1764500000000 implements DelayMigration {
   name = 'DelaySchedules1764500000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       CREATE TABLE delay_schedule (
         name         text        PRIMARY KEY,
@@ -42,7 +42,7 @@ export class DelaySchedules1764500000000 implements MigrationInterface {
       WHERE schedule_name IS NOT NULL`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX IF EXISTS delayed_task_occurrence_idx`);
     await queryRunner.query(`
       ALTER TABLE delayed_task

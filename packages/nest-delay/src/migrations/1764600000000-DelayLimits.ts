@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 9: shared limits. `delay_type_limit` holds a type's run-time pause
@@ -6,10 +6,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * one row per start a window allows. Concurrency needs no table: its seats
  * are transaction-scoped advisory locks.
  */
-export class DelayLimits1764600000000 implements MigrationInterface {
+export class DelayLimits1764600000000 implements DelayMigration {
   name = 'DelayLimits1764600000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       CREATE TABLE delay_type_limit (
         type          text        PRIMARY KEY,
@@ -34,7 +34,7 @@ export class DelayLimits1764600000000 implements MigrationInterface {
     // on used_at or holder would turn those HOT updates into index entries.
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE IF EXISTS delay_limit_credit`);
     await queryRunner.query(`DROP TABLE IF EXISTS delay_type_limit`);
   }

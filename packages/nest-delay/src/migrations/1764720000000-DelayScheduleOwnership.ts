@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 import { lockTables } from './table-locks.js';
 
 /**
@@ -8,10 +8,10 @@ import { lockTables } from './table-locks.js';
  * which must not wait on a schedule's row). It takes both tables' locks first
  * (lockTables), so it never deadlocks with the previous version's claims and plans.
  */
-export class DelayScheduleOwnership1764720000000 implements MigrationInterface {
+export class DelayScheduleOwnership1764720000000 implements DelayMigration {
   name = 'DelayScheduleOwnership1764720000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await lockTables(queryRunner, ['delayed_task', 'delay_schedule']);
     await queryRunner.query(`
       CREATE TABLE delay_schedule_declaration (
@@ -43,7 +43,7 @@ export class DelayScheduleOwnership1764720000000 implements MigrationInterface {
     );
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE IF EXISTS delay_schedule_missed`);
     await queryRunner.query(`ALTER TABLE delayed_task DROP COLUMN IF EXISTS schedule_generation`);
     await queryRunner.query(`

@@ -1,14 +1,14 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 11: the limits handlers declare in code, written at boot, so
  * instances of different versions apply one set (the last booted one's).
  * `declared_at` null: none declared since; the claiming instance's code decides.
  */
-export class DelayDeclaredLimits1764760000000 implements MigrationInterface {
+export class DelayDeclaredLimits1764760000000 implements DelayMigration {
   name = 'DelayDeclaredLimits1764760000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       ALTER TABLE delay_type_limit
         ADD COLUMN declared_concurrency int         NULL CHECK (declared_concurrency >= 1),
@@ -21,7 +21,7 @@ export class DelayDeclaredLimits1764760000000 implements MigrationInterface {
           CHECK ((declared_rate_starts IS NULL) = (declared_rate_per_ms IS NULL))`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       ALTER TABLE delay_type_limit
         DROP CONSTRAINT IF EXISTS delay_type_limit_declared_rate,

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 import { lockTables } from './table-locks.js';
 
 /**
@@ -7,10 +7,10 @@ import { lockTables } from './table-locks.js';
  * without one add nothing. The column rewrites nothing; on a large table
  * create the index first by hand with CONCURRENTLY (IF NOT EXISTS then skips it).
  */
-export class DelayTaskEntity1764800000000 implements MigrationInterface {
+export class DelayTaskEntity1764800000000 implements DelayMigration {
   name = 'DelayTaskEntity1764800000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     // Claims queue behind a waiting ALTER: wait briefly, and try again (lockTables).
     await lockTables(queryRunner, ['delayed_task']);
     await queryRunner.query(`
@@ -22,7 +22,7 @@ export class DelayTaskEntity1764800000000 implements MigrationInterface {
       ON delayed_task (entity, id) WHERE entity IS NOT NULL`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX IF EXISTS delayed_task_entity_idx`);
     await queryRunner.query(`ALTER TABLE delayed_task DROP COLUMN IF EXISTS entity`);
   }

@@ -1,14 +1,14 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 13: `delay_task_event`, one row per state change of a task with an
  * entity, written by the change's own statement. One index, (entity,
  * task_id), for the timeline and the pruner.
  */
-export class DelayTaskEvents1764810000000 implements MigrationInterface {
+export class DelayTaskEvents1764810000000 implements DelayMigration {
   name = 'DelayTaskEvents1764810000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       CREATE TABLE delay_task_event (
         id          bigserial   PRIMARY KEY,
@@ -28,7 +28,7 @@ export class DelayTaskEvents1764810000000 implements MigrationInterface {
     );
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP TABLE IF EXISTS delay_task_event`);
   }
 }

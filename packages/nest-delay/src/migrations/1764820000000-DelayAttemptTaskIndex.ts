@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 
 /**
  * Version 14: attempt notes found by the tasks they list (`task_ids && …`,
@@ -6,16 +6,16 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * every deleted note vacuum had not yet removed. GIN without `fastupdate`: a
  * pending list would be read whole by every claim, the scan again.
  */
-export class DelayAttemptTaskIndex1764820000000 implements MigrationInterface {
+export class DelayAttemptTaskIndex1764820000000 implements DelayMigration {
   name = 'DelayAttemptTaskIndex1764820000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`
       CREATE INDEX IF NOT EXISTS delay_attempt_task_ids_idx ON delay_attempt
       USING gin (task_ids) WITH (fastupdate = off)`);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX IF EXISTS delay_attempt_task_ids_idx`);
   }
 }

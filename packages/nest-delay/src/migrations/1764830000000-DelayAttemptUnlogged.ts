@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 import { lockTables } from './table-locks.js';
 
 /**
@@ -9,17 +9,17 @@ import { lockTables } from './table-locks.js';
  * logged: restarting from 1 after a crash, it would hand out ids a surviving
  * instance still holds in its reserved block.
  */
-export class DelayAttemptUnlogged1764830000000 implements MigrationInterface {
+export class DelayAttemptUnlogged1764830000000 implements DelayMigration {
   name = 'DelayAttemptUnlogged1764830000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     // Every claim writes a note first: wait briefly for it, and try again (lockTables).
     await lockTables(queryRunner, ['delay_attempt']);
     await queryRunner.query(`ALTER TABLE delay_attempt SET UNLOGGED`);
     await queryRunner.query(KEEP_SEQUENCE_LOGGED);
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE delay_attempt SET LOGGED`);
     await queryRunner.query(KEEP_SEQUENCE_LOGGED);
   }

@@ -1,4 +1,4 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import type { DelayMigration, MigrationRunner } from './migration-runner.js';
 import { lockTables } from './table-locks.js';
 
 /**
@@ -6,17 +6,17 @@ import { lockTables } from './table-locks.js';
  * to tell a task no live instance can run. Null: an earlier version's
  * instance, counted as running every type. The column rewrites nothing.
  */
-export class DelayInstanceTaskTypes1764840000000 implements MigrationInterface {
+export class DelayInstanceTaskTypes1764840000000 implements DelayMigration {
   name = 'DelayInstanceTaskTypes1764840000000';
 
-  async up(queryRunner: QueryRunner): Promise<void> {
+  async up(queryRunner: MigrationRunner): Promise<void> {
     await lockTables(queryRunner, ['delay_instance']);
     await queryRunner.query(
       `ALTER TABLE delay_instance ADD COLUMN IF NOT EXISTS task_types text[]`,
     );
   }
 
-  async down(queryRunner: QueryRunner): Promise<void> {
+  async down(queryRunner: MigrationRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE delay_instance DROP COLUMN IF EXISTS task_types`);
   }
 }

@@ -1,3 +1,5 @@
+import type { Pool } from 'pg';
+import { runMigrations, type MigrateOptions } from './migration-runner.js';
 import { CreateDelayedTask1763800000000 } from './1763800000000-CreateDelayedTask.js';
 import { DelayDropLockedAt1763900000000 } from './1763900000000-DelayDropLockedAt.js';
 import { DelayAttempts1764000000000 } from './1764000000000-DelayAttempts.js';
@@ -38,3 +40,18 @@ export const delayMigrations = [
   DelayAttemptUnlogged1764830000000,
   DelayInstanceTaskTypes1764840000000,
 ];
+
+/**
+ * The package's tables without TypeORM: runs the migrations of
+ * `delayMigrations` that `options.table` (default `delay_migrations`) does
+ * not list yet, each in its own transaction. For apps on Prisma, Drizzle,
+ * Kysely, MikroORM or plain pg: call it before the app starts (or at boot,
+ * before `DelayModule` connects; several instances may call it at once), or
+ * run `npx nest-delay migrate`.
+ */
+export function migrateDelaySchema(
+  database: string | Pick<Pool, 'connect'>,
+  options?: MigrateOptions,
+): Promise<string[]> {
+  return runMigrations(database, delayMigrations, options);
+}

@@ -1,4 +1,4 @@
-import type { QueryRunner } from 'typeorm';
+import type { MigrationRunner } from './migration-runner.js';
 
 /** lock_not_available: the lock was not granted within lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
@@ -11,7 +11,7 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * (the other way round). Fails, naming the tables, after `giveUpMs`.
  */
 export async function lockTables(
-  runner: QueryRunner,
+  runner: MigrationRunner,
   tables: string[],
   { waitMs = 100, giveUpMs = 300_000 }: { waitMs?: number; giveUpMs?: number } = {},
 ): Promise<void> {

@@ -26,15 +26,18 @@ export class AfterCommit implements EntitySubscriberInterface {
   /** How many were queued when the runner's raw savepoint was taken. */
   private readonly marks = new WeakMap<QueryRunner, number>();
 
-  constructor(private readonly dataSource: DataSource) {}
+  /** Without a DataSource (the engine on its own pool) no `{ manager }` reaches it: attach does nothing. */
+  constructor(private readonly dataSource: DataSource | undefined) {}
 
   /** A savepoint taken with plain SQL, which TypeORM's events do not report: what is queued after it is undone by `rolledBackToSavepoint`. */
-  static savepoint(runner: QueryRunner): void {
+  static savepoint(runner: QueryRunner | undefined): void {
+    if (!runner) return;
     for (const instance of AfterCommit.attached)
       instance.marks.set(runner, instance.waiting.get(runner)?.length ?? 0);
   }
 
-  static rolledBackToSavepoint(runner: QueryRunner): void {
+  static rolledBackToSavepoint(runner: QueryRunner | undefined): void {
+    if (!runner) return;
     for (const instance of AfterCommit.attached) {
       const list = instance.waiting.get(runner);
       if (list) list.length = Math.min(list.length, instance.marks.get(runner) ?? 0);
@@ -42,11 +45,13 @@ export class AfterCommit implements EntitySubscriberInterface {
   }
 
   attach(): void {
+    if (!this.dataSource) return;
     if (!this.dataSource.subscribers.includes(this)) this.dataSource.subscribers.push(this);
     AfterCommit.attached.add(this);
   }
 
   detach(): void {
+    if (!this.dataSource) return;
     const at = this.dataSource.subscribers.indexOf(this);
     if (at !== -1) this.dataSource.subscribers.splice(at, 1);
     AfterCommit.attached.delete(this);

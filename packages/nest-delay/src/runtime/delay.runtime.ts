@@ -4,13 +4,13 @@ import {
   Logger,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
+  type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
 import { CLOCK, DatabaseClock, SystemClock, type Clock } from '../clock/index.js';
 import { errorText, migrationsBehind, missingTables, noShutdownHooks } from '../delay.messages.js';
 import { delayMigrations } from '../migrations/index.js';
 import type { ResolvedDelayOptions } from '../delay.options.js';
-import { DELAY_DATA_SOURCE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens.js';
+import { DELAY_DATABASE, DELAY_OPTIONS, DELAY_TRACING } from '../delay.tokens.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
@@ -39,7 +39,9 @@ import { SHUTDOWN_HOOKS_CHECK_MS, START_CLOCK_SAMPLES } from '../context/tuning.
  * firing first and the lease last, so nothing runs without it.
  */
 @Injectable()
-export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class DelayRuntime
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+{
   readonly ctx: DelayContext;
   readonly wheel: TaskWheel;
   readonly dispatcher: Dispatcher;
@@ -57,7 +59,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
 
   constructor(
     @Inject(DELAY_OPTIONS) options: ResolvedDelayOptions,
-    @Inject(DELAY_DATA_SOURCE) dataSource: DataSource,
+    @Inject(DELAY_DATABASE) database: Database,
     @Inject(CLOCK) clock: Clock | undefined,
     @Inject(DELAY_TRACING) tracing: TaskTracing | null,
     private readonly registry: HandlerRegistry,
@@ -65,7 +67,7 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
   ) {
     const logger = new Logger('DelayModule');
     // By default claims take at most half the pool: the app's requests always find connections.
-    const poolSize = poolSizeOf(dataSource);
+    const { poolSize } = database;
     if (options.concurrency !== undefined && options.concurrency >= poolSize)
       logger.warn(
         `concurrency ${options.concurrency} lets claims hold all ${poolSize} connections of the pool: the app's requests wait behind a backlog; at most ${Math.max(1, poolSize - 2)} leaves it some (default: half the pool)`,
@@ -75,13 +77,12 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
       options,
       concurrency: options.concurrency ?? Math.max(1, Math.min(10, Math.floor(poolSize / 2))),
       logger,
-      db: new Database(
-        dataSource,
+      db: database.withPrepared(
         new PreparedStatements(options.preparedStatements, (why) => logger.warn(why)),
       ),
       policy: new WindowPolicy(options),
       observer: new ObserverCalls(options.observer, logger),
-      afterCommit: new AfterCommit(dataSource),
+      afterCommit: new AfterCommit(database.dataSource),
       tracing: tracing ?? undefined,
     };
     // The wheel's output is the dispatcher's input; read when a tick fires, after both exist.
@@ -132,6 +133,11 @@ export class DelayRuntime implements OnApplicationBootstrap, BeforeApplicationSh
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.stop();
+  }
+
+  /** After the stop: the engine's own pool, if it opened one, is ended (the app's it leaves). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.ctx.db.close();
   }
 
   /**
@@ -237,7 +243,9 @@ async function schemaError(error: unknown, db: Database): Promise<Error | undefi
  * list; undefined when there is no such table (a schema applied otherwise).
  */
 async function missingMigrations(db: Database): Promise<string[] | undefined> {
-  const table = db.dataSource.options.migrationsTableName ?? 'migrations';
+  const table = db.dataSource
+    ? (db.dataSource.options.migrationsTableName ?? 'migrations')
+    : 'delay_migrations';
   const [found] = await db.pool.rows<{ name: string | null }>(
     `SELECT to_regclass($1)::text AS name`,
     [table],
@@ -247,12 +255,6 @@ async function missingMigrations(db: Database): Promise<string[] | undefined> {
   const ran = await db.pool.rows<{ name: string }>(`SELECT name FROM ${found.name}`, []);
   const names = new Set(ran.map((row) => row.name));
   return delayMigrations.map((m) => m.name).filter((name) => !names.has(name));
-}
-
-/** The DataSource's pool size (pg's default 10 when it says none). */
-function poolSizeOf(dataSource: DataSource): number {
-  const options = dataSource.options as { poolSize?: number; extra?: { max?: number } };
-  return options.poolSize ?? options.extra?.max ?? 10;
 }
 
 /**

@@ -1,5 +1,5 @@
-import type { DataSource, QueryRunner } from 'typeorm';
-import { releasedManager } from '../delay.messages.js';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { noDatabase, releasedManager } from '../delay.messages.js';
 import type { DelayExecutor } from '../task.types.js';
 import { ForeignTransaction, type CallerTransaction } from './caller-transaction.js';
 import {
@@ -8,7 +8,9 @@ import {
   pgPoolOf,
   setTransactionBooks,
   type PgClient,
+  type PgPool,
   type PgResult,
+  type TransactionEvent,
 } from './typeorm-seam.js';
 
 /**
@@ -20,20 +22,64 @@ import {
 export type Sql = DelayExecutor;
 
 /**
- * The one place that talks to `pg` directly, through the DataSource's driver.
- * TypeORM's public `query()` returns `[rows, count]` for an UPDATE or DELETE
- * and plain rows otherwise, so every `... RETURNING` statement would need to
- * know its own command tag; `pg` returns `rows` for all of them. The
- * connection is still TypeORM's: a caller's transaction is the one its
- * EntityManager's QueryRunner holds (`connect()` returns that very client),
- * and the pool is the DataSource's (`driver.master`).
+ * The one place that talks to `pg` directly. The engine runs on a pg pool:
+ * its own (DelayModule's `connection` option: a pool or a connection
+ * string), or the one under the app's TypeORM DataSource (`driver.master`),
+ * which TypeORM is then only one binding of: a caller's `{ manager }` is the
+ * transaction its QueryRunner holds (`connect()` returns that very client),
+ * and a claim runs on a QueryRunner, so that handlers get a manager of it.
+ * pg, not TypeORM's `query()`, runs the statements: that returns `[rows,
+ * count]` for an UPDATE or DELETE, and every `... RETURNING` would need to
+ * know its own command tag.
  */
 export class Database {
-  constructor(
-    readonly dataSource: DataSource,
+  private ended = false;
+
+  private constructor(
+    private readonly pg: PgPool,
+    /** The app's TypeORM DataSource, when the engine runs on its pool. */
+    readonly dataSource: DataSource | undefined,
+    /** Whether the engine opened `pg` itself, and so ends it (close). */
+    private readonly owned: boolean,
     /** Off unless the runtime says otherwise (the module's options). */
-    readonly prepared = new PreparedStatements(false),
+    readonly prepared: PreparedStatements,
   ) {}
+
+  /** On the pool of the app's TypeORM DataSource. */
+  static onDataSource(dataSource: DataSource, prepared = new PreparedStatements(false)): Database {
+    return new Database(pgPoolOf(dataSource)!, dataSource, false, prepared);
+  }
+
+  /** On a pg pool of its own: `owned` when the engine opened it and must end it. */
+  static onPool(pool: PgPool, owned: boolean, prepared = new PreparedStatements(false)): Database {
+    return new Database(pool, undefined, owned, prepared);
+  }
+
+  /** The same connections with other prepared-statement rules (the runtime's). */
+  withPrepared(prepared: PreparedStatements): Database {
+    return new Database(this.pg, this.dataSource, this.owned, prepared);
+  }
+
+  /** How many connections the pool may open (pg's default 10 when it says none). */
+  get poolSize(): number {
+    if (this.dataSource) {
+      const options = this.dataSource.options as { poolSize?: number; extra?: { max?: number } };
+      return options.poolSize ?? options.extra?.max ?? 10;
+    }
+    return this.pg.options?.max ?? 10;
+  }
+
+  /** False once the app has closed its DataSource, or the engine its own pool. */
+  get isOpen(): boolean {
+    return this.dataSource ? this.dataSource.isInitialized : !this.ended;
+  }
+
+  /** Ends the pool if the engine opened it (the app's own it leaves to the app). */
+  async close(): Promise<void> {
+    if (!this.owned || this.ended) return;
+    this.ended = true;
+    await this.pg.end();
+  }
 
   /**
    * Gives every connection of the pool an error listener of its own for its
@@ -44,8 +90,8 @@ export class Database {
    * connection's next statement fails instead, and the pool drops it.
    */
   guardConnections(): void {
-    const pool = pgPoolOf(this.dataSource);
-    if (!pool || typeof pool.on !== 'function' || GUARDED.has(pool)) return;
+    const pool = this.pg;
+    if (typeof pool.on !== 'function' || GUARDED.has(pool)) return;
     GUARDED.add(pool);
     pool.on('connect', guard);
     // Connections opened before this (TypeORM opens one at initialize).
@@ -54,16 +100,41 @@ export class Database {
 
   /** Statements on a pooled connection, each its own transaction. */
   get pool(): Sql {
-    const pool = pgPoolOf(this.dataSource)!;
+    const pool = this.pg;
     return {
       rows: async <T>(text: string, params: unknown[]) =>
         (await pool.query(text, params)).rows as T[],
     };
   }
 
-  /** `work`'s statements in one transaction of their own, committed when it resolves. */
-  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction((manager) => work(this.in(manager)));
+  /** A connection of the pool, for a transaction driven by hand (a claim's). */
+  connect(): Promise<PgClient & { release(destroy?: boolean): void }> {
+    return this.pg.connect();
+  }
+
+  /**
+   * `work`'s statements in one transaction of their own, committed when it
+   * resolves; `manager` is TypeORM's for it when the engine runs on a DataSource.
+   */
+  async transaction<T>(
+    work: (sql: Sql, parts: { client: PgClient; manager?: EntityManager }) => Promise<T>,
+  ): Promise<T> {
+    if (this.dataSource)
+      return this.dataSource.transaction(async (manager) =>
+        work(this.in(manager), { client: await pgClientOf(manager.queryRunner!), manager }),
+      );
+    const client = await this.pg.connect();
+    try {
+      await client.query('BEGIN', undefined);
+      const result = await work(clientSql(client), { client });
+      await client.query('COMMIT', undefined);
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK', undefined).catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   /** Statements in the caller's transaction when it gives one (see CallerTransaction), else on the pool. */
@@ -79,6 +150,34 @@ export class Database {
       },
     };
   }
+}
+
+/**
+ * The engine's connections: a pool of its own from `connection` (a pg Pool,
+ * or a connection string it opens one for and so ends), else the app's DataSource's.
+ */
+export async function openDatabase(
+  connection: string | object | undefined,
+  dataSource: DataSource | null,
+): Promise<Database> {
+  if (typeof connection === 'string') {
+    const { default: pg } = await import('pg');
+    return Database.onPool(
+      new pg.Pool({ connectionString: connection }) as unknown as PgPool,
+      true,
+    );
+  }
+  if (connection) return Database.onPool(connection as PgPool, false);
+  if (dataSource) return Database.onDataSource(dataSource);
+  throw new Error(noDatabase());
+}
+
+/** Statements on one client. */
+function clientSql(client: PgClient): Sql {
+  return {
+    rows: async <T>(text: string, params: unknown[]) =>
+      ((await client.query(text, params)) as PgResult).rows as T[],
+  };
 }
 
 const GUARDED = new WeakSet<object>();
@@ -114,8 +213,11 @@ export function assertIds(ids: string[]): void {
 
 /** A pooled connection for one claim transaction at a time. */
 export interface ClaimConnection {
-  /** TypeORM's runner on this connection: its manager is what handlers write through. */
-  readonly runner: QueryRunner;
+  /**
+   * TypeORM's runner on this connection when the engine runs on a DataSource:
+   * its manager is what handlers write through (TaskContext.manager).
+   */
+  readonly runner: QueryRunner | undefined;
   /** The pg client under it, for handlers that write through their own ORM (TaskContext.client). */
   readonly client: PgClient;
   /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
@@ -216,8 +318,25 @@ function limits(backstopMs: number): string {
 }
 
 export async function claimConnection(database: Database): Promise<ClaimConnection> {
-  const runner = database.dataSource.createQueryRunner();
-  const client = await pgClientOf(runner);
+  // On a DataSource, a runner of its own keeps TypeORM's books of this
+  // transaction (setTransactionBooks, broadcast) for handlers' managers and
+  // subscribers such as AfterCommit; on the engine's own pool, a bare client.
+  const runner = database.dataSource?.createQueryRunner();
+  const pooled = runner ? undefined : await database.connect();
+  const client: PgClient = runner ? await pgClientOf(runner) : pooled!;
+  const books = (active: boolean, depth: number) =>
+    runner && setTransactionBooks(runner, active, depth);
+  const tell = async (event: TransactionEvent) => {
+    if (runner) await broadcast(runner, event);
+  };
+  let handedBack = false;
+  const released = () => (runner ? runner.isReleased : handedBack);
+  /** The bare client back to the pool, once; `destroy` drops it from the pool. */
+  const release = (destroy: boolean) => {
+    if (handedBack) return;
+    handedBack = true;
+    pooled?.release(destroy);
+  };
   const { prepared } = database;
   const literal = (value: string) => client.escapeLiteral(value);
   const script = async (text: string): Promise<PgResult[]> => {
@@ -233,8 +352,8 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     return Array.isArray(reply) ? reply : [reply];
   };
   const begun = async (): Promise<void> => {
-    setTransactionBooks(runner, true, 1);
-    await broadcast(runner, 'AfterTransactionStart');
+    books(true, 1);
+    await tell('AfterTransactionStart');
   };
   return {
     runner,
@@ -252,7 +371,7 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       },
     },
     async begin(prelude, backstopMs, first) {
-      await broadcast(runner, 'BeforeTransactionStart');
+      await tell('BeforeTransactionStart');
       const results = await script(
         `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}${first ? `; ${first}` : ''}`,
       );
@@ -276,16 +395,16 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
       },
     },
     async restart(backstopMs) {
-      await broadcast(runner, 'BeforeTransactionRollback');
+      await tell('BeforeTransactionRollback');
       await script(`ROLLBACK; BEGIN; ${limits(backstopMs)}`);
       // Subscribers hear the rollback with the books closed, then a new start.
-      setTransactionBooks(runner, false, 0);
-      await broadcast(runner, 'AfterTransactionRollback');
-      await broadcast(runner, 'BeforeTransactionStart');
+      books(false, 0);
+      await tell('AfterTransactionRollback');
+      await tell('BeforeTransactionStart');
       await begun();
     },
     async commit(after) {
-      await broadcast(runner, 'BeforeTransactionCommit');
+      await tell('BeforeTransactionCommit');
       // Deferred constraints checked before COMMIT, in the same message: if
       // one fails, the transaction stays open (aborted) instead of ending,
       // so the claim's session, and its note's lock, are not handed back to
@@ -303,9 +422,9 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
         throw error;
       }
       const reply = replies[1];
-      setTransactionBooks(runner, false, 0);
+      books(false, 0);
       const committed = reply.command === 'COMMIT';
-      await broadcast(runner, committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
+      await tell(committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
     },
     async savepoint(step, probe) {
@@ -320,17 +439,19 @@ export async function claimConnection(database: Database): Promise<ClaimConnecti
     },
     literal,
     cutOff() {
-      if (runner.isReleased) return;
+      if (released()) return;
       // Closing the client ends the server session (its transaction rolls
       // back) and fails whatever query is in flight; released while closing,
       // the pool drops it instead of handing it out again. The runner's own
       // release keeps TypeORM's books straight (a pool-level release behind
       // its back would leave it waiting for this runner at destroy, forever).
       client.end().catch(() => undefined);
-      void runner.release().catch(() => undefined);
+      if (runner) void runner.release().catch(() => undefined);
+      else release(true);
     },
     async release() {
-      await runner.release().catch(() => undefined);
+      if (runner) await runner.release().catch(() => undefined);
+      else release(false);
     },
   };
 }

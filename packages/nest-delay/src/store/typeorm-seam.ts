@@ -31,9 +31,12 @@ export interface PgResult {
   command: string;
 }
 
-/** pg-pool, as TypeORM's postgres driver keeps it (`driver.master`). */
+/** A pg Pool: the engine's own, or TypeORM's postgres driver's (`driver.master`). */
 export interface PgPool {
   query(text: string, params: unknown[] | undefined): Promise<PgResult>;
+  connect(): Promise<PgClient & { release(destroy?: boolean): void }>;
+  end(): Promise<void>;
+  readonly options?: { max?: number };
   on(event: 'connect', listener: (client: PgClient) => void): void;
   /** pg-pool's own list of its connections (not public, but there since pg-pool 2). */
   _clients?: PgClient[];

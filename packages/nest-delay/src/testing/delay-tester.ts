@@ -1,4 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { noManager } from '../delay.messages.js';
 import type { TestingModuleBuilder } from '@nestjs/testing';
 import { CLOCK, type Clock } from '../clock/index.js';
 import { DelayService } from '../delay.service.js';
@@ -11,7 +12,6 @@ import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { ClaimClient, DelayedTask, JsonValue, TaskId } from '../task.types.js';
-import { pgClientOf } from '../store/typeorm-seam.js';
 import type { Sql } from '../store/sql.js';
 import { upsertSchedule } from '../schedules/schedule-statements.js';
 import { ManualClock } from './manual-clock.js';
@@ -198,7 +198,7 @@ export class DelayTester {
     }
     const now = new Date(this.anyClock.now());
     const { db } = this.runtime.ctx;
-    const returned = await db.dataSource.transaction(async (manager) =>
+    const returned = await db.transaction(async (sql, { client, manager }) =>
       handler.fn(payload, {
         task: {
           id: '0',
@@ -218,9 +218,12 @@ export class DelayTester {
           createdAt: now,
           updatedAt: now,
         },
-        manager,
-        sql: db.in(manager),
-        client: (await pgClientOf(manager.queryRunner!)) as unknown as ClaimClient,
+        get manager() {
+          if (!manager) throw new Error(noManager());
+          return manager;
+        },
+        sql,
+        client: client as unknown as ClaimClient,
         attempt: 1,
         instanceId: this.runtime.ctx.options.instanceId,
         signal: new AbortController().signal,
