@@ -8,18 +8,29 @@ import type { LineClaim } from '../limits/gate-claims.js';
 import { lineCheckInScript } from '../limits/limit-statements.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 import type { DelayContext } from '../context/delay-context.js';
-import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
-import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
+import { FAILED_CLAIM_RETRY_MIN_MS, NOTE_ID_BLOCK } from '../context/tuning.js';
+import {
+  claimConnection,
+  isPoolerAnswer,
+  type ClaimConnection,
+} from '../store/claim-connection.js';
 import type { TaskId } from '../task.types.js';
+import type { Sql } from '../store/sql.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { followFate } from '../firing/task-wheel.js';
 import { writeCharge } from '../tasks/fate-statements.js';
-import { NoteIds, NoteKeeper, recordAttemptAndBegin } from './attempt-notes.js';
+import { forgetAttempts, forgetOnceUnlocked } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
-import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
+import {
+  claimInScript,
+  readClaimed,
+  recordAttemptAndBegin,
+  reserveNoteIds,
+  type PassedRow,
+} from './claim-statements.js';
 import { HandlerCutOff } from './attempt-runner.js';
-import type { ObserverCalls } from '../observer/observer-calls.js';
+import { ExecutionStats, reportClaim, reportFate } from '../observer/observer-calls.js';
 
 /** What a claim hands back to the dispatcher that launched it. */
 export interface ClaimHost {
@@ -153,12 +164,20 @@ export class ClaimRunner {
         await connection.release();
       }
     }
-    this.stats.record(result);
+    this.stats.record(result.fates, result.rerun);
     // Time a gate's task waited for its limit is not the engine's lateness.
     const limitWaits = gated
       ? new Map(gated.items.map((item) => [item.id, Math.max(0, nowMs - item.sinceMs)]))
       : undefined;
-    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
+    const counts = { requested: ids.length, claimed: result.claimedIds.size };
+    reportClaim(
+      ctx.observer,
+      result.fates,
+      counts,
+      nowMs,
+      performance.now() - startedAt,
+      limitWaits,
+    );
     for (const fate of result.fates) this.follow(fate);
     // Every id given is claimed (its fate followed above), deferred, gated,
     // back in its line (`left`, GateClaims.run), unhandled, passed, or no
@@ -269,132 +288,88 @@ export class ClaimRunner {
   }
 }
 
-/** What became of the tasks one instance ran, by type. */
-export interface TypeCounts {
-  executed: number;
-  /** Attempts that failed and were scheduled again. */
-  failed: number;
-  /** Out of attempts, discarded by their handler, or without a handler. */
-  deadLettered: number;
-  snoozed: number;
-  /** Occurrences of a schedule skipped because an earlier one was still pending (overlap 'skip'). */
-  skipped: number;
-}
+/**
+ * The dispatcher's book of attempt notes: which claim connection runs which
+ * note, and the notes to forget. A note is forgotten (deleted uncharged)
+ * when its claim ended with no task at fault: failed as a whole, or cut off
+ * by a stop. While the database is unreachable a note cannot be deleted; it
+ * is kept here and deleted before the next claim, so an outage does not
+ * leave its tasks looking cut off.
+ */
+export class NoteKeeper {
+  private unforgotten: string[] = [];
+  /** Claim connections in use, with the note each is running (once noted). */
+  private readonly connections = new Map<ClaimConnection, string | undefined>();
 
-export interface ExecutionCounts extends TypeCounts {
-  batches: number;
-  /** Batches whose optimistic pass failed and ran again with savepoints. */
-  reruns: number;
-  byType: Record<string, TypeCounts>;
-}
-
-/** Each transition's counter, and the observer's hook that hears of it. */
-const COUNTED = {
-  complete: ['executed', 'onExecuted'],
-  retry: ['failed', 'onFailed'],
-  discard: ['deadLettered', 'onDeadLettered'],
-  exhaust: ['deadLettered', 'onDeadLettered'],
-  snooze: ['snoozed', 'onSnoozed'],
-  skip: ['skipped', 'onCancelled'],
-} as const satisfies Record<Fate['transition'], readonly [keyof TypeCounts, string]>;
-
-const zero = (): TypeCounts => ({
-  executed: 0,
-  failed: 0,
-  deadLettered: 0,
-  snoozed: 0,
-  skipped: 0,
-});
-
-/** Counters in memory (per instance, as metrics expect), never a count over the table. */
-export class ExecutionStats {
-  private readonly totals = zero();
-  private readonly byType = new Map<string, TypeCounts>();
-  private batches = 0;
-  private reruns = 0;
-
-  record(result: BatchResult): void {
-    this.batches++;
-    if (result.rerun) this.reruns++;
-    for (const fate of result.fates) this.recordOne(fate);
+  lent(connection: ClaimConnection): void {
+    this.connections.set(connection, undefined);
   }
 
-  /** One fate (in a batch, or decided outside one: a claim that was cut off). */
-  recordOne(fate: Fate): void {
-    const { type } = fate.row;
-    const key = COUNTED[fate.transition][0];
-    this.totals[key]++;
-    let counts = this.byType.get(type);
-    if (!counts) this.byType.set(type, (counts = zero()));
-    counts[key]++;
+  noted(connection: ClaimConnection, noteId: string): void {
+    this.connections.set(connection, noteId);
   }
 
-  snapshot(): ExecutionCounts {
-    return {
-      ...this.totals,
-      batches: this.batches,
-      reruns: this.reruns,
-      byType: Object.fromEntries([...this.byType].map(([type, counts]) => [type, { ...counts }])),
-    };
+  returned(connection: ClaimConnection): void {
+    this.connections.delete(connection);
+  }
+
+  /** Deletes the notes that could not be deleted before; keeps them if it still cannot. */
+  async forgetEarlier(sql: Sql): Promise<void> {
+    if (this.unforgotten.length === 0) return;
+    const stale = this.unforgotten.splice(0);
+    await forgetAttempts(sql, stale).catch(() => this.unforgotten.push(...stale));
+  }
+
+  /**
+   * Deletes the note of a claim whose connection was just closed, once the
+   * server has ended its session (until then the claim's transaction still
+   * locks it); before the next claim if it cannot be deleted by then.
+   */
+  async forgetOnceReleased(pool: Sql, noteId: string): Promise<void> {
+    const left = await forgetOnceUnlocked(pool, [noteId]);
+    if (left.length > 0) this.forgetLater(noteId);
+  }
+
+  forgetLater(noteId: string): void {
+    this.unforgotten.push(noteId);
+  }
+
+  /**
+   * At stop: destroys every claim connection in use (their transactions roll
+   * back, as a crash's would), then deletes their notes, so no attempt is
+   * charged: the process chose to stop them, not their tasks.
+   */
+  async cutOffAll(pool: Sql): Promise<void> {
+    const notes = [...this.connections.values()].filter((id): id is string => id !== undefined);
+    for (const connection of this.connections.keys()) connection.cutOff();
+    this.connections.clear();
+    await forgetOnceUnlocked(pool, notes);
   }
 }
 
 /**
- * Tells the observer what one committed claim did: each task's fate, then
- * the claim itself. Lateness is measured against the claim's time, the
- * `executed_at` the table records. Nothing is built for a hook nobody has.
+ * Attempt note ids, taken from delay_attempt's sequence a block at a time.
+ * A claim knows its note's id before sending the message that writes the
+ * note, so the claim statement can ride in that message, and a failure of
+ * that message still knows which note to forget. Ids never go back: one
+ * taken and unused is a gap in the sequence, as a rolled-back insert leaves.
  */
-export function reportBatch(
-  observer: ObserverCalls,
-  result: BatchResult,
-  requested: number,
-  claimMs: number,
-  durationMs: number,
-  /** A gate's claim: how long each task waited behind its limit. */
-  limitWaits?: Map<string, number>,
-): void {
-  for (const fate of result.fates)
-    reportFate(observer, fate, claimMs, limitWaits?.get(fate.row.id) ?? 0);
-  if (observer.wants('onClaim')) {
-    observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
-  }
-}
+export class NoteIds {
+  private ids: string[] = [];
+  private refill: Promise<void> | undefined;
 
-/** `limitWaitMs`: how long it waited behind a shared limit or a pause, kept out of its lateness. */
-export function reportFate(
-  observer: ObserverCalls,
-  fate: Fate,
-  claimMs: number,
-  limitWaitMs = 0,
-): void {
-  if (!observer.wants(COUNTED[fate.transition][1])) return;
-  const { row } = fate;
-  const base = {
-    id: row.id,
-    type: row.type,
-    key: row.key,
-    dueAt: row.due_at,
-    attempt: row.attempts,
-  };
-  switch (fate.transition) {
-    case 'complete':
-      observer.emit('onExecuted', {
-        ...base,
-        latenessMs: Math.max(0, claimMs - row.due_at.getTime() - limitWaitMs),
-        limitWaitMs,
-      });
-      return;
-    case 'discard':
-    case 'exhaust':
-      observer.emit('onDeadLettered', { ...base, reason: fate.reason });
-      return;
-    case 'retry':
-      observer.emit('onFailed', { ...base, error: fate.error, retryAt: new Date(fate.dueAtMs) });
-      return;
-    case 'snooze':
-      observer.emit('onSnoozed', { ...base, until: new Date(fate.dueAtMs) });
-      return;
-    case 'skip':
-      observer.emit('onCancelled', { id: row.id, type: row.type, key: row.key, dueAt: row.due_at });
+  async take(sql: Sql): Promise<string> {
+    while (this.ids.length === 0) {
+      // Claims that run out at once share one reservation.
+      this.refill ??= reserveNoteIds(sql, NOTE_ID_BLOCK)
+        .then((ids) => {
+          this.ids.push(...ids);
+        })
+        .finally(() => {
+          this.refill = undefined;
+        });
+      await this.refill;
+    }
+    return this.ids.shift() as string;
   }
 }

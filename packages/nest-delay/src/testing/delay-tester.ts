@@ -11,7 +11,7 @@ import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { ClaimClient, DelayedTask, JsonValue, TaskId } from '../task.types.js';
-import { pgClientOf } from '../store/typeorm-seam.js';
+import { pgClientOf } from '../store/claim-connection.js';
 import type { Sql } from '../store/sql.js';
 import { upsertSchedule } from '../schedules/schedule-statements.js';
 import { ManualClock } from './manual-clock.js';
