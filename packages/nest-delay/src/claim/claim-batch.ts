@@ -259,7 +259,7 @@ export class ClaimBatch {
     const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
-      let fate = await this.attempt(connection, row, plan, spans);
+      let fate = await this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -298,7 +298,9 @@ export class ClaimBatch {
         break;
       }
       // A task that already failed this attempt is not run a second time in it.
-      const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
+      const fate =
+        known.get(row.id) ??
+        (await this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
       fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
     }
@@ -351,16 +353,6 @@ export class ClaimBatch {
       await writeFate(connection.sql, failed, now);
       return failed;
     }
-  }
-
-  /** One attempt of a claimed task: its handler run, its fate decided (AttemptRunner). */
-  private attempt(
-    connection: ClaimConnection,
-    row: ClaimRow,
-    plan: ClaimParams,
-    spans: PassSpans | undefined,
-  ): Promise<Fate> {
-    return this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
   }
 
   /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */

@@ -46,12 +46,22 @@ export interface ClaimHost {
 /**
  * One claim's life, on a connection of its own: its attempt note committed
  * with its BEGIN, the batch (ClaimBatch), then the wheel follows each fate,
- * the observer and the counters (below) hear of them, ids the claim could
- * not lock are held again, and a handler cut off past its timeout is charged.
+ * the counters and the observer (observer-calls.ts) hear of them, ids the
+ * claim could not lock are held again, and a handler cut off past its
+ * timeout is charged. It keeps the book of its notes: the claims in flight
+ * (cut off at stop) and the notes it could not delete yet.
  */
 export class ClaimRunner {
-  readonly notes = new NoteKeeper();
   private readonly noteIds = new NoteIds();
+  /** Claim connections in use, with the note each is running (once noted): cut off at stop. */
+  private readonly inFlight = new Map<ClaimConnection, string | undefined>();
+  /**
+   * Notes of claims that ended with no task at fault (failed as a whole, or
+   * cut off by a stop) that could not be deleted yet (the database was
+   * unreachable): deleted before the next claim, so an outage does not leave
+   * their tasks looking cut off.
+   */
+  private unforgotten: string[] = [];
   readonly stats = new ExecutionStats();
   private readonly batch: ClaimBatch;
   /** Ids a claim could not lock once, held again at once (see followPassed). */
@@ -90,11 +100,14 @@ export class ClaimRunner {
       startedAt = performance.now();
       // A stop that came while this waited for a connection has already cut off the others.
       if (host.stopped) return undefined;
-      this.notes.lent(connection);
+      this.inFlight.set(connection, undefined);
       nowMs = ctx.clock.now();
-      await this.notes.forgetEarlier(connection.sql);
+      if (this.unforgotten.length > 0) {
+        const stale = this.unforgotten.splice(0);
+        await forgetAttempts(connection.sql, stale).catch(() => this.unforgotten.push(...stale));
+      }
       noteId = await this.noteIds.take(connection.sql);
-      this.notes.noted(connection, noteId);
+      this.inFlight.set(connection, noteId);
       const now = new Date(nowMs);
       const handled = ctx.policy.handledTypes;
       // Sent in the same message as the BEGIN (one round trip fewer): a
@@ -143,8 +156,9 @@ export class ClaimRunner {
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
-      // the closed session has let go of it.
-      if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
+      // the closed session has let go of it (before the next claim, if not by then).
+      if (noteId !== undefined && (await forgetOnceUnlocked(ctx.db.pool, [noteId])).length > 0)
+        this.unforgotten.push(noteId);
       if (host.stopped) return undefined;
       // Nothing committed: every id is still pending in the database. A
       // pooler's answer to a prepared claim turned preparing off (reported
@@ -160,7 +174,7 @@ export class ClaimRunner {
       return undefined;
     } finally {
       if (connection) {
-        this.notes.returned(connection);
+        this.inFlight.delete(connection);
         await connection.release();
       }
     }
@@ -203,9 +217,16 @@ export class ClaimRunner {
     );
   }
 
-  /** Cuts off the claims in flight at stop (see NoteKeeper.cutOffAll). */
-  cutOffAll(): Promise<void> {
-    return this.notes.cutOffAll(this.ctx.db.pool);
+  /**
+   * At stop: destroys every claim connection in use (their transactions roll
+   * back, as a crash's would), then deletes their notes, so no attempt is
+   * charged: the process chose to stop them, not their tasks.
+   */
+  async cutOffAll(): Promise<void> {
+    const notes = [...this.inFlight.values()].filter((id): id is string => id !== undefined);
+    for (const connection of this.inFlight.keys()) connection.cutOff();
+    this.inFlight.clear();
+    await forgetOnceUnlocked(this.ctx.db.pool, notes);
   }
 
   /** Claimed again after a tick, never sooner than FAILED_CLAIM_RETRY_MIN_MS. */
@@ -254,7 +275,7 @@ export class ClaimRunner {
       // Uncharged, rather than let its note charge the batch-mates below as
       // well. Still leased here, so no loader would take it: held here, and
       // claimed again soon (its note, forgotten, defers nothing).
-      this.notes.forgetLater(noteId);
+      this.unforgotten.push(noteId);
       this.wheel.hold(row.id, this.retrySoonMs(), row.type);
       ctx.logger.error(
         `Charging the cut-off task ${row.id} failed, claiming it again shortly, uncharged: ${errorText(error)}`,
@@ -289,72 +310,13 @@ export class ClaimRunner {
 }
 
 /**
- * The dispatcher's book of attempt notes: which claim connection runs which
- * note, and the notes to forget. A note is forgotten (deleted uncharged)
- * when its claim ended with no task at fault: failed as a whole, or cut off
- * by a stop. While the database is unreachable a note cannot be deleted; it
- * is kept here and deleted before the next claim, so an outage does not
- * leave its tasks looking cut off.
- */
-export class NoteKeeper {
-  private unforgotten: string[] = [];
-  /** Claim connections in use, with the note each is running (once noted). */
-  private readonly connections = new Map<ClaimConnection, string | undefined>();
-
-  lent(connection: ClaimConnection): void {
-    this.connections.set(connection, undefined);
-  }
-
-  noted(connection: ClaimConnection, noteId: string): void {
-    this.connections.set(connection, noteId);
-  }
-
-  returned(connection: ClaimConnection): void {
-    this.connections.delete(connection);
-  }
-
-  /** Deletes the notes that could not be deleted before; keeps them if it still cannot. */
-  async forgetEarlier(sql: Sql): Promise<void> {
-    if (this.unforgotten.length === 0) return;
-    const stale = this.unforgotten.splice(0);
-    await forgetAttempts(sql, stale).catch(() => this.unforgotten.push(...stale));
-  }
-
-  /**
-   * Deletes the note of a claim whose connection was just closed, once the
-   * server has ended its session (until then the claim's transaction still
-   * locks it); before the next claim if it cannot be deleted by then.
-   */
-  async forgetOnceReleased(pool: Sql, noteId: string): Promise<void> {
-    const left = await forgetOnceUnlocked(pool, [noteId]);
-    if (left.length > 0) this.forgetLater(noteId);
-  }
-
-  forgetLater(noteId: string): void {
-    this.unforgotten.push(noteId);
-  }
-
-  /**
-   * At stop: destroys every claim connection in use (their transactions roll
-   * back, as a crash's would), then deletes their notes, so no attempt is
-   * charged: the process chose to stop them, not their tasks.
-   */
-  async cutOffAll(pool: Sql): Promise<void> {
-    const notes = [...this.connections.values()].filter((id): id is string => id !== undefined);
-    for (const connection of this.connections.keys()) connection.cutOff();
-    this.connections.clear();
-    await forgetOnceUnlocked(pool, notes);
-  }
-}
-
-/**
  * Attempt note ids, taken from delay_attempt's sequence a block at a time.
  * A claim knows its note's id before sending the message that writes the
  * note, so the claim statement can ride in that message, and a failure of
  * that message still knows which note to forget. Ids never go back: one
  * taken and unused is a gap in the sequence, as a rolled-back insert leaves.
  */
-export class NoteIds {
+class NoteIds {
   private ids: string[] = [];
   private refill: Promise<void> | undefined;
 
