@@ -3,13 +3,13 @@ import { DataSource } from 'typeorm';
 import { delayMigrations, TaskOutcome, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { Injectable, Module } from '@nestjs/common';
 // Internal statements, driven directly to interleave two claims as two instances would.
+import { takeOrphanedNotes } from '../../packages/nest-delay/src/claim/attempt-notes.js';
 import {
   ATTEMPT_LOCK_CLASS,
   attemptLockKey,
-  recordAttempt,
-  takeOrphanedNotes,
-} from '../../packages/nest-delay/src/claim/attempt-notes.js';
-import { claimTasks } from '../../packages/nest-delay/src/claim/claim-statements.js';
+  claimTasks,
+  NOTE,
+} from '../../packages/nest-delay/src/claim/claim-statements.js';
 import type { Sql } from '../../packages/nest-delay/src/store/sql.js';
 import { writeCharge } from '../../packages/nest-delay/src/tasks/fate-statements.js';
 import { charge } from '../../packages/nest-delay/src/tasks/task-transitions.js';
@@ -26,6 +26,21 @@ const sqlOf = (client: pg.PoolClient): Sql => ({
   rows: async <T>(text: string, params: unknown[]) =>
     (await client.query(text, params)).rows as T[],
 });
+
+/** A claim's note on its own (claims send it with their BEGIN): its id. */
+async function recordAttempt(
+  sql: Sql,
+  instanceId: string,
+  ids: string[],
+  now: Date,
+): Promise<string> {
+  const [{ id }] = await sql.rows<{ id: string }>(
+    `SELECT nextval(pg_get_serial_sequence('delay_attempt', 'id'))::text AS id`,
+    [],
+  );
+  await sql.rows(NOTE, [id, instanceId, ids, now]);
+  return id;
+}
 
 const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
@@ -75,7 +90,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        withdrawn: [],
       });
       await second.query('COMMIT');
       const soloNote = await recordAttempt(sqlOf(second), 'two', [id], now);
@@ -92,7 +106,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        withdrawn: [],
       });
       await first.query('COMMIT');
       expect((await pool.query(`SELECT count(*)::int AS n FROM delay_attempt`)).rows[0].n).toBe(0);
@@ -224,7 +237,6 @@ describeWithServer('attempt notes of live claims', () => {
         gated: [],
         passed: [],
         unhandled: [],
-        withdrawn: [],
       });
       await next.query('COMMIT');
       const solo = await recordAttempt(sqlOf(next), 'next', [id], now);

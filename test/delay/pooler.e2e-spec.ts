@@ -3,7 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { DelayedTaskHandler, delayMigrations, type TaskContext } from 'nest-delay';
-import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/claim/attempt-notes.js';
+import { ATTEMPT_LOCK_CLASS } from '../../packages/nest-delay/src/claim/claim-statements.js';
 import { eventually } from '../app/app-process.js';
 import {
   describeWithPgbouncer,

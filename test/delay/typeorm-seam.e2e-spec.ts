@@ -1,17 +1,18 @@
 import { DataSource, type EntitySubscriberInterface, type TransactionCommitEvent } from 'typeorm';
 import { delayMigrations } from 'nest-delay';
-import { claimConnection, Database } from '../../packages/nest-delay/src/store/sql.js';
+import { Database } from '../../packages/nest-delay/src/store/sql.js';
 import {
   broadcast,
+  claimConnection,
   pgClientOf,
   pgPoolOf,
   setTransactionBooks,
   transactionDepth,
-} from '../../packages/nest-delay/src/store/typeorm-seam.js';
+} from '../../packages/nest-delay/src/store/claim-connection.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 // Each test names one thing nest-delay relies on in TypeORM or pg beyond
-// their public API (store/typeorm-seam.ts). When an upgrade changes one,
+// their public API (store/claim-connection.ts). When an upgrade changes one,
 // the test that fails says which.
 
 describe('the TypeORM and pg internals nest-delay relies on', () => {

@@ -1,6 +1,6 @@
 import { DatabaseClock } from './clock/index.js';
 import type { DelayRuntime } from './runtime/delay.runtime.js';
-import type { ExecutionCounts } from './claim/claim-runner.js';
+import type { ExecutionCounts } from './observer/observer-calls.js';
 import type { PlanningCounts } from './schedules/schedule-planner.js';
 
 /** What `DelayService.stats()` returns: one instance's view, from memory. */

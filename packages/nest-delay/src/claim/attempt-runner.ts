@@ -5,7 +5,7 @@ import type { DelayContext } from '../context/delay-context.js';
 import { CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
 import type { Occurrence } from '../schedules/schedule.types.js';
-import type { ClaimConnection } from '../store/sql.js';
+import type { ClaimConnection } from '../store/claim-connection.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { ClaimClient, TaskId } from '../task.types.js';
 import { toTask, type TaskRow } from '../tasks/task-row.js';

@@ -1,12 +1,18 @@
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
-import { deleteNote, takeOrphanedNotes, unlockNoteOnceGone } from './attempt-notes.js';
-import { claimTasks, readClaimed, type Claimed, type PassedRow } from './claim-statements.js';
+import { takeOrphanedNotes } from './attempt-notes.js';
+import {
+  claimTasks,
+  readClaimed,
+  unlockNoteOnceGone,
+  type Claimed,
+  type PassedRow,
+} from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
-import { LineRun, type LineGating } from './line-claims.js';
+import { deleteNote, LineRun, type LineGating } from './line-claims.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
-import { failedDeferredCheck, type ClaimConnection } from '../store/sql.js';
+import { failedDeferredCheck, type ClaimConnection } from '../store/claim-connection.js';
 import { writeCharge, writeFate } from '../tasks/fate-statements.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
 import { compareIds } from '../task-ref.js';
@@ -20,8 +26,7 @@ import {
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { DelayContext } from '../context/delay-context.js';
-import { AttemptRunner, logFate } from './attempt-runner.js';
-import { HandlerCutOff } from './attempt-runner.js';
+import { AttemptRunner, HandlerCutOff, logFate } from './attempt-runner.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 
@@ -173,7 +178,7 @@ export class ClaimBatch {
       let fates: Fate[] | Redo;
       if (line) {
         // Always with savepoints, asking before each start whether a pause waits; what did not start is put back.
-        const run = new LineRun(sql, claimed, now, connection.literal(line.type));
+        const run = new LineRun(sql, claimed, now, connection.script.literal(line.type));
         fates = await this.runWithSavepoints(connection, run, plan, known ?? new Map(), spans);
         left.push(...(await run.putBack()));
         started = run.started;
@@ -254,7 +259,7 @@ export class ClaimBatch {
     const { nowMs } = plan;
     const now = new Date(nowMs);
     for (const row of claimed) {
-      let fate = await this.attempt(connection, row, plan, spans);
+      let fate = await this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
       if (undoes(fate)) return new Redo(new Map([[row.id, fate]]));
       try {
         await within(spans, row.id, () => writeFate(connection.sql, fate, now));
@@ -293,7 +298,9 @@ export class ClaimBatch {
         break;
       }
       // A task that already failed this attempt is not run a second time in it.
-      const fate = known.get(row.id) ?? (await this.attempt(connection, row, plan, spans));
+      const fate =
+        known.get(row.id) ??
+        (await this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart));
       if (undoes(fate) && !known.has(row.id)) await this.rollbackToSavepoint(connection);
       fates.push(await within(spans, row.id, () => this.write(connection, fate, nowMs)));
     }
@@ -346,16 +353,6 @@ export class ClaimBatch {
       await writeFate(connection.sql, failed, now);
       return failed;
     }
-  }
-
-  /** One attempt of a claimed task: its handler run, its fate decided (AttemptRunner). */
-  private attempt(
-    connection: ClaimConnection,
-    row: ClaimRow,
-    plan: ClaimParams,
-    spans: PassSpans | undefined,
-  ): Promise<Fate> {
-    return this.attempts.run(connection, row, plan.nowMs, spans, plan.onStart);
   }
 
   /** Undoes the current task's writes, and what it queued for after commit (AfterCommit). */

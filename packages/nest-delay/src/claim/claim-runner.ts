@@ -8,18 +8,29 @@ import type { LineClaim } from '../limits/gate-claims.js';
 import { lineCheckInScript } from '../limits/limit-statements.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 import type { DelayContext } from '../context/delay-context.js';
-import { FAILED_CLAIM_RETRY_MIN_MS } from '../context/tuning.js';
-import { claimConnection, isPoolerAnswer, type ClaimConnection } from '../store/sql.js';
+import { FAILED_CLAIM_RETRY_MIN_MS, NOTE_ID_BLOCK } from '../context/tuning.js';
+import {
+  claimConnection,
+  isPoolerAnswer,
+  type ClaimConnection,
+} from '../store/claim-connection.js';
 import type { TaskId } from '../task.types.js';
+import type { Sql } from '../store/sql.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { followFate } from '../firing/task-wheel.js';
 import { writeCharge } from '../tasks/fate-statements.js';
-import { NoteIds, NoteKeeper, recordAttemptAndBegin } from './attempt-notes.js';
+import { forgetAttempts, forgetOnceUnlocked } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
-import { claimInScript, readClaimed, type PassedRow } from './claim-statements.js';
+import {
+  claimInScript,
+  readClaimed,
+  recordAttemptAndBegin,
+  reserveNoteIds,
+  type PassedRow,
+} from './claim-statements.js';
 import { HandlerCutOff } from './attempt-runner.js';
-import type { ObserverCalls } from '../observer/observer-calls.js';
+import { ExecutionStats, reportClaim, reportFate } from '../observer/observer-calls.js';
 
 /** What a claim hands back to the dispatcher that launched it. */
 export interface ClaimHost {
@@ -35,12 +46,22 @@ export interface ClaimHost {
 /**
  * One claim's life, on a connection of its own: its attempt note committed
  * with its BEGIN, the batch (ClaimBatch), then the wheel follows each fate,
- * the observer and the counters (below) hear of them, ids the claim could
- * not lock are held again, and a handler cut off past its timeout is charged.
+ * the counters and the observer (observer-calls.ts) hear of them, ids the
+ * claim could not lock are held again, and a handler cut off past its
+ * timeout is charged. It keeps the book of its notes: the claims in flight
+ * (cut off at stop) and the notes it could not delete yet.
  */
 export class ClaimRunner {
-  readonly notes = new NoteKeeper();
   private readonly noteIds = new NoteIds();
+  /** Claim connections in use, with the note each is running (once noted): cut off at stop. */
+  private readonly inFlight = new Map<ClaimConnection, string | undefined>();
+  /**
+   * Notes of claims that ended with no task at fault (failed as a whole, or
+   * cut off by a stop) that could not be deleted yet (the database was
+   * unreachable): deleted before the next claim, so an outage does not leave
+   * their tasks looking cut off.
+   */
+  private unforgotten: string[] = [];
   readonly stats = new ExecutionStats();
   private readonly batch: ClaimBatch;
   /** Ids a claim could not lock once, held again at once (see followPassed). */
@@ -79,11 +100,14 @@ export class ClaimRunner {
       startedAt = performance.now();
       // A stop that came while this waited for a connection has already cut off the others.
       if (host.stopped) return undefined;
-      this.notes.lent(connection);
+      this.inFlight.set(connection, undefined);
       nowMs = ctx.clock.now();
-      await this.notes.forgetEarlier(connection.sql);
+      if (this.unforgotten.length > 0) {
+        const stale = this.unforgotten.splice(0);
+        await forgetAttempts(connection.sql, stale).catch(() => this.unforgotten.push(...stale));
+      }
       noteId = await this.noteIds.take(connection.sql);
-      this.notes.noted(connection, noteId);
+      this.inFlight.set(connection, noteId);
       const now = new Date(nowMs);
       const handled = ctx.policy.handledTypes;
       // Sent in the same message as the BEGIN (one round trip fewer): a
@@ -132,8 +156,9 @@ export class ClaimRunner {
       // Its session may still hold the note's lock, or be broken: close it rather than reuse it.
       connection?.cutOff();
       // Failed as a whole (or stopped): no task's fault, so its note goes, once
-      // the closed session has let go of it.
-      if (noteId !== undefined) await this.notes.forgetOnceReleased(ctx.db.pool, noteId);
+      // the closed session has let go of it (before the next claim, if not by then).
+      if (noteId !== undefined && (await forgetOnceUnlocked(ctx.db.pool, [noteId])).length > 0)
+        this.unforgotten.push(noteId);
       if (host.stopped) return undefined;
       // Nothing committed: every id is still pending in the database. A
       // pooler's answer to a prepared claim turned preparing off (reported
@@ -149,16 +174,24 @@ export class ClaimRunner {
       return undefined;
     } finally {
       if (connection) {
-        this.notes.returned(connection);
+        this.inFlight.delete(connection);
         await connection.release();
       }
     }
-    this.stats.record(result);
+    this.stats.record(result.fates, result.rerun);
     // Time a gate's task waited for its limit is not the engine's lateness.
     const limitWaits = gated
       ? new Map(gated.items.map((item) => [item.id, Math.max(0, nowMs - item.sinceMs)]))
       : undefined;
-    reportBatch(ctx.observer, result, ids.length, nowMs, performance.now() - startedAt, limitWaits);
+    const counts = { requested: ids.length, claimed: result.claimedIds.size };
+    reportClaim(
+      ctx.observer,
+      result.fates,
+      counts,
+      nowMs,
+      performance.now() - startedAt,
+      limitWaits,
+    );
     for (const fate of result.fates) this.follow(fate);
     // Every id given is claimed (its fate followed above), deferred, gated,
     // back in its line (`left`, GateClaims.run), unhandled, passed, or no
@@ -184,9 +217,16 @@ export class ClaimRunner {
     );
   }
 
-  /** Cuts off the claims in flight at stop (see NoteKeeper.cutOffAll). */
-  cutOffAll(): Promise<void> {
-    return this.notes.cutOffAll(this.ctx.db.pool);
+  /**
+   * At stop: destroys every claim connection in use (their transactions roll
+   * back, as a crash's would), then deletes their notes, so no attempt is
+   * charged: the process chose to stop them, not their tasks.
+   */
+  async cutOffAll(): Promise<void> {
+    const notes = [...this.inFlight.values()].filter((id): id is string => id !== undefined);
+    for (const connection of this.inFlight.keys()) connection.cutOff();
+    this.inFlight.clear();
+    await forgetOnceUnlocked(this.ctx.db.pool, notes);
   }
 
   /** Claimed again after a tick, never sooner than FAILED_CLAIM_RETRY_MIN_MS. */
@@ -235,7 +275,7 @@ export class ClaimRunner {
       // Uncharged, rather than let its note charge the batch-mates below as
       // well. Still leased here, so no loader would take it: held here, and
       // claimed again soon (its note, forgotten, defers nothing).
-      this.notes.forgetLater(noteId);
+      this.unforgotten.push(noteId);
       this.wheel.hold(row.id, this.retrySoonMs(), row.type);
       ctx.logger.error(
         `Charging the cut-off task ${row.id} failed, claiming it again shortly, uncharged: ${errorText(error)}`,
@@ -269,132 +309,29 @@ export class ClaimRunner {
   }
 }
 
-/** What became of the tasks one instance ran, by type. */
-export interface TypeCounts {
-  executed: number;
-  /** Attempts that failed and were scheduled again. */
-  failed: number;
-  /** Out of attempts, discarded by their handler, or without a handler. */
-  deadLettered: number;
-  snoozed: number;
-  /** Occurrences of a schedule skipped because an earlier one was still pending (overlap 'skip'). */
-  skipped: number;
-}
-
-export interface ExecutionCounts extends TypeCounts {
-  batches: number;
-  /** Batches whose optimistic pass failed and ran again with savepoints. */
-  reruns: number;
-  byType: Record<string, TypeCounts>;
-}
-
-/** Each transition's counter, and the observer's hook that hears of it. */
-const COUNTED = {
-  complete: ['executed', 'onExecuted'],
-  retry: ['failed', 'onFailed'],
-  discard: ['deadLettered', 'onDeadLettered'],
-  exhaust: ['deadLettered', 'onDeadLettered'],
-  snooze: ['snoozed', 'onSnoozed'],
-  skip: ['skipped', 'onCancelled'],
-} as const satisfies Record<Fate['transition'], readonly [keyof TypeCounts, string]>;
-
-const zero = (): TypeCounts => ({
-  executed: 0,
-  failed: 0,
-  deadLettered: 0,
-  snoozed: 0,
-  skipped: 0,
-});
-
-/** Counters in memory (per instance, as metrics expect), never a count over the table. */
-export class ExecutionStats {
-  private readonly totals = zero();
-  private readonly byType = new Map<string, TypeCounts>();
-  private batches = 0;
-  private reruns = 0;
-
-  record(result: BatchResult): void {
-    this.batches++;
-    if (result.rerun) this.reruns++;
-    for (const fate of result.fates) this.recordOne(fate);
-  }
-
-  /** One fate (in a batch, or decided outside one: a claim that was cut off). */
-  recordOne(fate: Fate): void {
-    const { type } = fate.row;
-    const key = COUNTED[fate.transition][0];
-    this.totals[key]++;
-    let counts = this.byType.get(type);
-    if (!counts) this.byType.set(type, (counts = zero()));
-    counts[key]++;
-  }
-
-  snapshot(): ExecutionCounts {
-    return {
-      ...this.totals,
-      batches: this.batches,
-      reruns: this.reruns,
-      byType: Object.fromEntries([...this.byType].map(([type, counts]) => [type, { ...counts }])),
-    };
-  }
-}
-
 /**
- * Tells the observer what one committed claim did: each task's fate, then
- * the claim itself. Lateness is measured against the claim's time, the
- * `executed_at` the table records. Nothing is built for a hook nobody has.
+ * Attempt note ids, taken from delay_attempt's sequence a block at a time.
+ * A claim knows its note's id before sending the message that writes the
+ * note, so the claim statement can ride in that message, and a failure of
+ * that message still knows which note to forget. Ids never go back: one
+ * taken and unused is a gap in the sequence, as a rolled-back insert leaves.
  */
-export function reportBatch(
-  observer: ObserverCalls,
-  result: BatchResult,
-  requested: number,
-  claimMs: number,
-  durationMs: number,
-  /** A gate's claim: how long each task waited behind its limit. */
-  limitWaits?: Map<string, number>,
-): void {
-  for (const fate of result.fates)
-    reportFate(observer, fate, claimMs, limitWaits?.get(fate.row.id) ?? 0);
-  if (observer.wants('onClaim')) {
-    observer.emit('onClaim', { requested, claimed: result.claimedIds.size, durationMs });
-  }
-}
+class NoteIds {
+  private ids: string[] = [];
+  private refill: Promise<void> | undefined;
 
-/** `limitWaitMs`: how long it waited behind a shared limit or a pause, kept out of its lateness. */
-export function reportFate(
-  observer: ObserverCalls,
-  fate: Fate,
-  claimMs: number,
-  limitWaitMs = 0,
-): void {
-  if (!observer.wants(COUNTED[fate.transition][1])) return;
-  const { row } = fate;
-  const base = {
-    id: row.id,
-    type: row.type,
-    key: row.key,
-    dueAt: row.due_at,
-    attempt: row.attempts,
-  };
-  switch (fate.transition) {
-    case 'complete':
-      observer.emit('onExecuted', {
-        ...base,
-        latenessMs: Math.max(0, claimMs - row.due_at.getTime() - limitWaitMs),
-        limitWaitMs,
-      });
-      return;
-    case 'discard':
-    case 'exhaust':
-      observer.emit('onDeadLettered', { ...base, reason: fate.reason });
-      return;
-    case 'retry':
-      observer.emit('onFailed', { ...base, error: fate.error, retryAt: new Date(fate.dueAtMs) });
-      return;
-    case 'snooze':
-      observer.emit('onSnoozed', { ...base, until: new Date(fate.dueAtMs) });
-      return;
-    case 'skip':
-      observer.emit('onCancelled', { id: row.id, type: row.type, key: row.key, dueAt: row.due_at });
+  async take(sql: Sql): Promise<string> {
+    while (this.ids.length === 0) {
+      // Claims that run out at once share one reservation.
+      this.refill ??= reserveNoteIds(sql, NOTE_ID_BLOCK)
+        .then((ids) => {
+          this.ids.push(...ids);
+        })
+        .finally(() => {
+          this.refill = undefined;
+        });
+      await this.refill;
+    }
+    return this.ids.shift() as string;
   }
 }

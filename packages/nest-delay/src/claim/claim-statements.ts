@@ -1,10 +1,15 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING, PENDING_BY_ID, startedEvents } from '../tasks/task-sql.js';
-import { assertIds, type ScriptStatements, type Sql } from '../store/sql.js';
-import type { ClaimRow, DueRow } from '../tasks/task-row.js';
+import { PENDING_BY_ID, startedEvents } from '../tasks/task-sql.js';
+import {
+  assertIds,
+  type ClaimConnection,
+  type ScriptStatements,
+} from '../store/claim-connection.js';
+import type { Sql } from '../store/sql.js';
+import type { ClaimRow } from '../tasks/task-row.js';
 import { WITHDRAWN } from '../tasks/task-transitions.js';
 
-/* The claim's verdict on an occurrence of a recurring schedule, and what follows from it. */
+/* The claim's statements: its attempt note, the claim itself, and its verdict on an occurrence of a recurring schedule. */
 
 /** A constant of ours as an SQL string literal (never built from input). */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
@@ -67,8 +72,6 @@ export interface Claimed {
   deferred: TaskId[];
   /** Due, of a type the database says is limited or paused (FIRED_GATED): unclaimed, for the gate. */
   gated: TaskId[];
-  /** Occurrences withdrawn instead of claimed (schedule paused, gone or changed; or missed). */
-  withdrawn: TaskId[];
   /** Ids it did not lock that are still pending, as last committed (see PassedRow). */
   passed: PassedRow[];
   /** Due tasks of a type with no handler here: unclaimed, their lease let go. */
@@ -126,10 +129,7 @@ export async function claimTasks(
   alone: boolean,
   /** A gate's claim: its line's type, which its line check cleared (null: a plain claim). */
   cleared: string | null = null,
-  /**
-   * Occurrences due longer ago than this are overdue (schedules/occurrence-plan.ts);
-   * the runtime passes two of its leases, the default is two default leases.
-   */
+  /** Occurrences due longer ago are overdue (occurrence-plan.ts): two leases, the default's by default. */
   overdueAfterMs = 60_000,
   /** The types this instance has handlers for (null: any type); see WindowPolicy.handles. */
   handled: readonly string[] | null = null,
@@ -178,7 +178,6 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
     claimed: wire.filter((row) => row.id !== null).map((row) => fromWire(row, now)),
     deferred: first?.deferred ?? [],
     gated: first?.gated ?? [],
-    withdrawn: first?.withdrawn ?? [],
     passed: (first?.passed ?? []).map((p) => ({
       id: p.id,
       type: p.type,
@@ -192,31 +191,16 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
 export type ClaimedWire = ClaimWire & {
   deferred: TaskId[] | null;
   gated: TaskId[] | null;
-  withdrawn: TaskId[] | null;
   passed: Array<{ id: TaskId; type: string; due: number; locked_by: string | null }> | null;
   unhandled: TaskId[] | null;
 };
-
-/**
- * Timestamps leave Postgres as epoch milliseconds: parsing `pg`'s text form
- * (three regular expressions per value) was ~6% of a burst's CPU, at five
- * timestamps per claimed row.
- */
-const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
-
-type Wire<T> = {
-  [K in keyof T]: T[K] extends Date ? number : T[K] extends Date | null ? number | null : T[K];
-};
-
-const toDate = (ms: number) => new Date(Math.floor(ms));
-const toDateOrNull = (ms: number | null) => (ms === null ? null : toDate(ms));
 
 /**
  * What the claim returns of a row: not the four columns it sets itself
  * (executed_at and updated_at are its `now`; cancelled_at and dead_at were
  * null for it to claim the row), which every claimed row would carry.
  */
-type ClaimWire = Omit<Wire<ClaimRow>, 'executed_at' | 'updated_at' | 'cancelled_at' | 'dead_at'>;
+type ClaimWire = Omit<ClaimRow, 'executed_at' | 'updated_at' | 'cancelled_at' | 'dead_at'>;
 
 function fromWire(row: ClaimWire, now: Date): ClaimRow {
   return {
@@ -226,7 +210,7 @@ function fromWire(row: ClaimWire, now: Date): ClaimRow {
     entity: row.entity,
     payload: row.payload,
     trace_context: row.trace_context,
-    due_at: toDate(row.due_at),
+    due_at: row.due_at,
     executed_at: new Date(now.getTime()),
     cancelled_at: null,
     dead_at: null,
@@ -234,70 +218,100 @@ function fromWire(row: ClaimWire, now: Date): ClaimRow {
     max_attempts: row.max_attempts,
     last_error: row.last_error,
     locked_by: row.locked_by,
-    created_at: toDate(row.created_at),
+    created_at: row.created_at,
     updated_at: new Date(now.getTime()),
     schedule_name: row.schedule_name,
-    occurrence_at: toDateOrNull(row.occurrence_at),
-    previous_occurrence_at: toDateOrNull(row.previous_occurrence_at),
+    occurrence_at: row.occurrence_at,
+    previous_occurrence_at: row.previous_occurrence_at,
     overlap: row.overlap,
   };
 }
 
-/**
- * Undoes the claim of tasks a gate's claim took but did not start (it ran
- * its time, or a pause is waiting): pending again, their attempt not
- * counted, and the attempt the claim recorded on their timeline gone, in the
- * claim's own transaction, so what commits is as if they had never been
- * claimed (but for `updated_at`). Only a batch stops short, and a
- * batch claims no task flagged as cut off, so there is no flag to restore.
- */
-export async function returnUnstarted(sql: Sql, ids: TaskId[], claimedAt: Date): Promise<void> {
-  await sql.rows(
-    `WITH unstarted AS (
-       UPDATE delayed_task SET executed_at = NULL, attempts = attempts - 1
-       WHERE id = ANY($1::bigint[]) AND executed_at = $2
-       RETURNING id, entity, attempts + 1 AS attempt
-     )
-     -- [timeline] the claim recorded their attempts as started: they were not.
-     -- By entity and task, as the history's index is.
-     DELETE FROM delay_task_event e USING unstarted u
-     WHERE e.entity = u.entity AND e.task_id = u.id
-       AND e.event = 'started' AND e.attempt = u.attempt AND e.at = $2`,
-    [ids, claimedAt],
-  );
-}
+// ---------------------------------------------------------------- the claim's attempt note
 
-/** Of fired ids the claim did not take, those still pending: to wait again in the wheel. */
-export function findPendingByIds(sql: Sql, ids: TaskId[]) {
-  return sql.rows<DueRow & { locked_by: string | null }>(
-    `SELECT id, due_at, locked_by FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
-    [ids],
+/**
+ * Advisory lock keys of attempts: a class of their own (the two-int form,
+ * so it cannot meet a user's single-bigint keys), the attempt id within it.
+ */
+export const ATTEMPT_LOCK_CLASS = 0x6e64_6174; // 'ndat'
+export const attemptLockKey = (column: string) => `(${column} % 2147483647)::int`;
+
+/** Takes `count` note ids from delay_attempt's own sequence, for notes written later with their id given (NoteIds). */
+export async function reserveNoteIds(sql: Sql, count: number): Promise<string[]> {
+  const rows = await sql.rows<{ id: string }>(
+    `SELECT ${NEXT_NOTE_ID}::text AS id FROM generate_series(1, $1::int)`,
+    [count],
   );
+  return rows.map((row) => row.id);
 }
 
 /**
- * The next page of overdue tasks that no instance holds, in due order after
- * the keyset `after` (null: from the first). A backlog is fed to the claim by
- * id like a burst, without first leasing every row into a wheel only to fire
- * it at once. Reads only: the claim decides who runs a task, so instances
- * reading the same page cannot run it twice.
+ * Notes, in a commit of its own, that this claim is about to run `ids`, and
+ * takes a session-level advisory lock on the note: while the session keeps
+ * it the claim is alive; once the session is gone (the process died, or the
+ * claim was cut off) the note is orphaned, and the next claim of each task
+ * charges it (takeOrphanedNotes). The claim deletes the note in its
+ * transaction and drops the lock once that has committed (unlockNoteOnceGone).
+ *
+ * Then, in the same message, the claim's BEGIN (BEGIN … COMMIT first: a
+ * statement before a BEGIN in the same message would join its transaction)
+ * and `claim`, a statement without parameters (claimInScript), whose rows
+ * it returns. A script takes no parameters, so the values are quoted in: the
+ * instance id by pg, ids checked as digits, the time as an ISO literal.
  */
-export function findOverdueUnleased(
-  sql: Sql,
+export async function recordAttemptAndBegin(
+  connection: ClaimConnection,
+  noteId: string,
+  instanceId: string,
+  ids: TaskId[],
   now: Date,
-  after: DueRow | null,
-  limit: number,
-  types: readonly string[],
-) {
-  return sql.rows<DueRow & { type: string }>(
-    `SELECT id, due_at, type FROM delayed_task
-     WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
-       AND (due_at, id) > ($2::timestamptz, $3::bigint) AND type = ANY($5::text[])
-     ORDER BY due_at, id
-     LIMIT $4`,
-    [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit, types],
-  );
+  backstopMs: number,
+  claim: string | undefined,
+): Promise<unknown[] | undefined> {
+  assertIds([noteId, ...ids]);
+  // Prepared once per session where it can be, as the claim is: planning it was most of its cost.
+  const note = connection.script.statement('nest_delay_note', NOTE, [
+    `${noteId}::bigint`,
+    connection.script.literal(instanceId),
+    `'{${ids.join(',')}}'::bigint[]`,
+    `'${now.toISOString()}'::timestamptz`,
+  ]);
+  const results = await connection.begin(`BEGIN; ${note}; COMMIT`, backstopMs, claim);
+  return claim ? results[results.length - 1] : undefined;
 }
+
+/**
+ * Sent right after the claim's COMMIT, in the same round trip: drops the
+ * note's session lock once the note is gone, that is once the claim that
+ * deleted it committed. Never inside the claim transaction: an advisory
+ * unlock is not undone by ROLLBACK, and a note left unlocked between a
+ * rolled-back pass and its rerun would look orphaned to another instance, which
+ * would charge a healthy task an attempt. `noteId` is a note id (digits).
+ */
+export function unlockNoteOnceGone(noteId: string): string {
+  assertIds([noteId]);
+  return `SELECT pg_advisory_unlock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey(noteId)})
+     WHERE NOT EXISTS (SELECT 1 FROM delay_attempt WHERE id = ${noteId})`;
+}
+
+/** A new note id, as the column's default would give it. */
+const NEXT_NOTE_ID = `nextval(pg_get_serial_sequence('delay_attempt', 'id'))`;
+
+/**
+ * The note, its id given ($1, from reserveNoteIds), locked by the session.
+ * Committed without waiting for the WAL flush: the note matters only if the
+ * app dies while Postgres lives on (and flushes it within milliseconds); if
+ * Postgres itself crashes, the claims die with it and nothing is to charge.
+ */
+export const NOTE = `WITH async AS (
+       SELECT set_config('synchronous_commit', 'off', true)
+     ), noted AS (
+       INSERT INTO delay_attempt (id, instance_id, task_ids, started_at, recorded_at)
+       SELECT $1::bigint, $2::text, $3::bigint[], $4::timestamptz, now() FROM async
+       RETURNING id
+     )
+     SELECT id, pg_advisory_lock(${ATTEMPT_LOCK_CLASS}, ${attemptLockKey('id')})
+     FROM noted`;
 
 /**
  * The database says the task's type is limited or paused, and no line check
@@ -342,10 +356,9 @@ const FIRED_CLAIM = `WITH mine AS (
        SET executed_at = $2, attempts = t.attempts + 1, interrupted_at = NULL, updated_at = $2
        FROM runnable WHERE t.id = runnable.id
        RETURNING t.id, t.type, t.key, t.entity, t.payload, t.attempts, t.max_attempts, t.last_error, t.trace_context,
-                 t.locked_by, ${epochMs('t.due_at')} AS due_at, ${epochMs('t.created_at')} AS created_at,
+                 t.locked_by, t.due_at, t.created_at,
                  t.schedule_name,
-                 ${epochMs('t.occurrence_at')} AS occurrence_at,
-                 ${epochMs('t.previous_occurrence_at')} AS previous_occurrence_at,
+                 t.occurrence_at, t.previous_occurrence_at,
                  (SELECT s.overlap FROM delay_schedule s WHERE s.name = t.schedule_name) AS overlap
      ), handed_back AS (
        -- A type with no handler here: its lease goes, for an instance that has one.
@@ -361,14 +374,12 @@ const FIRED_CLAIM = `WITH mine AS (
        -- [timeline] a task with an entity records its attempt, by the note's instance.
        ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.withdrawn,
-            left_over.passed, left_over.unhandled
+     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.passed, left_over.unhandled
      FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE handled AND NOT gated AND withdrawn IS NULL
                                   AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
                   NULLIF(ARRAY(SELECT id FROM due WHERE NOT handled), '{}') AS unhandled,
-                  NULLIF(ARRAY(SELECT id FROM withdrawn), '{}') AS withdrawn,
                   NULLIF(ARRAY(SELECT id FROM due WHERE gated AND withdrawn IS NULL), '{}') AS gated,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type,
-                                                     'due', ${epochMs('due_at')}, 'locked_by', locked_by))
+                                                     'due', extract(epoch FROM due_at) * 1000, 'locked_by', locked_by))
                    FROM passed) AS passed) left_over
      LEFT JOIN claimed ON true`;

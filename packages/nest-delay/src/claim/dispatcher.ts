@@ -4,7 +4,8 @@ import { GateClaims } from '../limits/gate-claims.js';
 import { LimitGate, type GateClaim } from '../limits/limit-gate.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import type { TaskId } from '../task.types.js';
-import { ClaimRunner, type ClaimHost, type ExecutionStats } from './claim-runner.js';
+import type { ExecutionStats } from '../observer/observer-calls.js';
+import { ClaimRunner, type ClaimHost } from './claim-runner.js';
 
 /**
  * Decides what runs when. Tasks fired by the wheel (or read by the backlog

@@ -2,7 +2,6 @@ import { pauseWaitingProbe } from '../limits/limit-statements.js';
 import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
-import { returnUnstarted } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import type { LineRefusal } from '../limits/gate-line.types.js';
 
@@ -58,4 +57,33 @@ export class LineRun {
     if (unstarted.length > 0) await returnUnstarted(this.sql, unstarted, this.claimedAt);
     return unstarted;
   }
+}
+
+/**
+ * Undoes the claim of tasks a gate's claim took but did not start (it ran
+ * its time, or a pause is waiting): pending again, their attempt not
+ * counted, and the attempt the claim recorded on their timeline gone, in the
+ * claim's own transaction, so what commits is as if they had never been
+ * claimed (but for `updated_at`). Only a batch stops short, and a
+ * batch claims no task flagged as cut off, so there is no flag to restore.
+ */
+export async function returnUnstarted(sql: Sql, ids: TaskId[], claimedAt: Date): Promise<void> {
+  await sql.rows(
+    `WITH unstarted AS (
+       UPDATE delayed_task SET executed_at = NULL, attempts = attempts - 1
+       WHERE id = ANY($1::bigint[]) AND executed_at = $2
+       RETURNING id, entity, attempts + 1 AS attempt
+     )
+     -- [timeline] the claim recorded their attempts as started: they were not.
+     -- By entity and task, as the history's index is.
+     DELETE FROM delay_task_event e USING unstarted u
+     WHERE e.entity = u.entity AND e.task_id = u.id
+       AND e.event = 'started' AND e.attempt = u.attempt AND e.at = $2`,
+    [ids, claimedAt],
+  );
+}
+
+/** Deletes a claim's own note in its transaction, when it claims nothing (a refused gate's claim). */
+export async function deleteNote(sql: Sql, noteId: string): Promise<void> {
+  await sql.rows(`DELETE FROM delay_attempt WHERE id = $1`, [noteId]);
 }

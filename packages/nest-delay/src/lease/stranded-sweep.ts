@@ -1,4 +1,4 @@
-import { findPendingByIds } from '../claim/claim-statements.js';
+import { findPendingByIds } from '../tasks/task-sql.js';
 import type { Dispatcher } from '../claim/dispatcher.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
 import type { DelayContext } from '../context/delay-context.js';

@@ -5,7 +5,7 @@ import type {
   TransactionCommitEvent,
   TransactionRollbackEvent,
 } from 'typeorm';
-import { transactionDepth as depthOf } from '../store/typeorm-seam.js';
+import { transactionDepth as depthOf } from '../store/claim-connection.js';
 import { ForeignTransaction, type CallerTransaction } from '../store/caller-transaction.js';
 
 interface Waiting {

@@ -1,6 +1,12 @@
+import type { Sql } from '../store/sql.js';
+import type { TaskId } from '../task.types.js';
+import type { DueRow } from './task-row.js';
+
 /*
  * SQL pieces the statements on delayed_task share: what pending means, and
- * the record of a transition in a task's history.
+ * the record of a transition in a task's history; and the two plain reads of
+ * pending tasks that feed the wheel and the claim queue (the stranded sweep's,
+ * the backlog drainer's).
  */
 
 /** A task is pending (will still run) while none of these is set. */
@@ -74,3 +80,35 @@ export const startedEvents = (claimed: string, now: string, instance: string) =>
     traceId: traceIdOf('trace_context'),
     instance,
   });
+
+/** Of fired ids the claim did not take, those still pending: to wait again in the wheel. */
+export function findPendingByIds(sql: Sql, ids: TaskId[]) {
+  return sql.rows<DueRow & { locked_by: string | null }>(
+    `SELECT id, due_at, locked_by FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
+    [ids],
+  );
+}
+
+/**
+ * The next page of overdue tasks that no instance holds, in due order after
+ * the keyset `after` (null: from the first). A backlog is fed to the claim by
+ * id like a burst, without first leasing every row into a wheel only to fire
+ * it at once. Reads only: the claim decides who runs a task, so instances
+ * reading the same page cannot run it twice.
+ */
+export function findOverdueUnleased(
+  sql: Sql,
+  now: Date,
+  after: DueRow | null,
+  limit: number,
+  types: readonly string[],
+) {
+  return sql.rows<DueRow & { type: string }>(
+    `SELECT id, due_at, type FROM delayed_task
+     WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
+       AND (due_at, id) > ($2::timestamptz, $3::bigint) AND type = ANY($5::text[])
+     ORDER BY due_at, id
+     LIMIT $4`,
+    [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit, types],
+  );
+}

@@ -1,5 +1,5 @@
 import type { DelayRuntime } from '../runtime/delay.runtime.js';
-import type { ExecutionCounts, TypeCounts } from '../claim/claim-runner.js';
+import type { ExecutionCounts, TypeCounts } from '../observer/observer-calls.js';
 import type { Sql } from '../store/sql.js';
 import { PENDING } from '../tasks/task-sql.js';
 import type { ManualClock } from './manual-clock.js';
