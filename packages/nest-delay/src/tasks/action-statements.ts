@@ -38,19 +38,18 @@ export async function insertTask(
   now: Date,
   traceContext: TraceCarrier | null = null,
 ): Promise<InsertedRow> {
+  // replace and debounce write the same columns; debounce caps due_at at maxWait.
+  const [dueAt, lease] =
+    onKey === 'keep' || onKey.transition === 'replace'
+      ? ['EXCLUDED.due_at', 'EXCLUDED.locked_by']
+      : [DEBOUNCED_DUE, `CASE WHEN ${DEBOUNCED_DUE} < $11 THEN $10::text END`];
   const set =
     onKey === 'keep'
       ? `key = EXCLUDED.key`
-      : onKey.transition === 'replace'
-        ? `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = EXCLUDED.due_at,
+      : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = ${dueAt},
          max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
-         locked_by = EXCLUDED.locked_by, updated_at = EXCLUDED.updated_at,
-         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`
-        : `type = EXCLUDED.type, payload = EXCLUDED.payload, due_at = ${DEBOUNCED_DUE},
-         max_attempts = EXCLUDED.max_attempts, attempts = 0, last_error = NULL,
-         locked_by = CASE WHEN ${DEBOUNCED_DUE} < $11 THEN $10::text END,
-         updated_at = EXCLUDED.updated_at, trace_context = EXCLUDED.trace_context,
-         entity = EXCLUDED.entity`;
+         locked_by = ${lease}, updated_at = EXCLUDED.updated_at,
+         trace_context = EXCLUDED.trace_context, entity = EXCLUDED.entity`;
   const debounced = onKey !== 'keep' && onKey.transition === 'debounce';
   const upsert = `INSERT INTO delayed_task (type, key, payload, due_at, max_attempts, locked_by, created_at, updated_at, trace_context, entity)
      VALUES ($1, $2, $3::jsonb, $4, $5, $6::text, $7, $7, $8::jsonb, $9)
@@ -135,10 +134,13 @@ function actOnTask(update: string, fits: string, event: EventFields): string {
 /** A moved task's lease ($4), only for a type handled here ($6): another would be held nowhere. */
 const LEASED_IF_HANDLED = `CASE WHEN t.type = ANY($6::text[]) THEN $4::text END`;
 
+/** A cancel's SET, for one task or for an entity's: at $3, its lease $4 (the action's). */
+export const CANCELLED = `cancelled_at = $3, updated_at = $3, locked_by = $4::text`;
+
 /** cancel: a pending task stops being pending (see task-transitions.ts). */
 export async function cancelTask(sql: Sql, ref: TaskRef, action: CancelAction, now: Date) {
   const [row] = await sql.rows<ActedRow>(
-    actOnTask(`cancelled_at = $3, updated_at = $3, locked_by = $4::text`, pendingIn('t'), {
+    actOnTask(CANCELLED, pendingIn('t'), {
       event: named('cancelled'),
       at: '$3',
     }),

@@ -1,4 +1,5 @@
 import type { Sql } from '../store/sql.js';
+import { CANCELLED } from './action-statements.js';
 import type { EntityActionResult } from '../task.types.js';
 import type { EntityScope } from './entity-request.js';
 import { PENDING, pendingIn, named, recordEvents } from './task-sql.js';
@@ -31,7 +32,7 @@ export function cancelEntityTasks(
 ): Promise<TaskRow[]> {
   return sql.rows<TaskRow>(
     `WITH ${TARGET}, acted AS (
-       UPDATE delayed_task t SET cancelled_at = $3, updated_at = $3, locked_by = $4::text
+       UPDATE delayed_task t SET ${CANCELLED}
        FROM target WHERE t.id = target.id AND ${pendingIn('t')}
        RETURNING t.*
      ), event AS (

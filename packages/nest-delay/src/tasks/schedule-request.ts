@@ -101,18 +101,8 @@ export function normalizeScheduleRequest(
     throw new DelayValidationError('request', 'must be an object with type and delay or runAt');
   }
   const { type, key, entity, ifExists = 'keep', maxWait } = request;
-  if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
-    throw new DelayValidationError(
-      'type',
-      `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
-    );
-  }
-  if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 500)) {
-    throw new DelayValidationError(
-      'key',
-      `must be a string of 1 to 500 characters; got ${JSON.stringify(key)}`,
-    );
-  }
+  checkText(type, 'type', 200);
+  if (key !== undefined) checkText(key, 'key', 500);
   checkEntity(entity, 'entity');
   if (ifExists !== 'keep' && ifExists !== 'replace' && ifExists !== 'debounce') {
     throw new DelayValidationError(
@@ -151,17 +141,21 @@ export function normalizeScheduleRequest(
  */
 export function checkEntity(entity: unknown, field: string): void {
   if (entity === undefined) return;
-  if (typeof entity !== 'string' || entity.length < 1 || entity.length > 500) {
+  checkText(entity, field, 500, " naming the task's business object, such as 'order:42'");
+}
+
+/** A string of 1 to `max` characters (the table's CHECKs) without NUL, which Postgres text refuses. */
+function checkText(value: unknown, field: string, max: number, what = ''): asserts value is string {
+  if (typeof value !== 'string' || value.length < 1 || value.length > max) {
     throw new DelayValidationError(
       field,
-      `must be a string of 1 to 500 characters naming the task's business object, such as 'order:42'; got ${JSON.stringify(entity) ?? String(entity)}`,
+      `must be a string of 1 to ${max} characters${what}; got ${JSON.stringify(value) ?? String(value)}`,
     );
   }
-  // Postgres text refuses NUL: a clear error here rather than the driver's.
-  if (entity.includes('\0')) {
+  if (value.includes('\0')) {
     throw new DelayValidationError(
       field,
-      `must not contain NUL characters; got ${JSON.stringify(entity)}`,
+      `must not contain NUL characters; got ${JSON.stringify(value)}`,
     );
   }
 }
