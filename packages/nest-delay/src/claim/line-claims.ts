@@ -4,7 +4,7 @@ import type { Sql } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import { returnUnstarted } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
-import type { LineRefusal } from '../limits/gate-line.types.js';
+import type { LineRefusal } from '../limits/gate-lines.js';
 
 /** The line a gate's claim is for, and what its line check (sent with the BEGIN) answered. */
 export interface LineGating {

@@ -251,73 +251,26 @@ describe('GateLines: a line waiting for a rate credit', () => {
     return lines;
   };
 
-  it('asks again at once when a credit settled while its take ran (the take may have skipped it)', () => {
-    const lines = waitingLine();
-    const first = lines.next(0, true)!;
-    lines.creditTaken(first);
-    const second = lines.next(0, true)!;
-    // The first claim puts back a credit while the second's take runs: that
-    // take found the row locked, and answers with a credit a second away.
-    lines.creditSettled('t', '', true);
-    lines.ended(second, { kind: 'rate', nextFreeMs: 1000 }, second.items, 0);
-    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
-  });
-
-  it('found every credit in flight while one was stamped: asks again at once (the stamp names a time)', () => {
+  it('waits for the credit its take named, and backs off when it named none (all in flight)', () => {
     const lines = waitingLine();
     const claim = lines.next(0, true)!;
-    lines.creditSettled('t', '', false);
-    lines.ended(claim, { kind: 'rate', nextFreeMs: null }, claim.items, 0);
-    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['1', '2']);
-  });
-
-  it('keeps the wait another claim of the line learned when one of its own ran, and a put-back still wakes it', () => {
-    const lines = waitingLine();
-    const ran = lines.next(0, true)!;
-    lines.creditTaken(ran);
-    const short = lines.next(0, true)!;
-    lines.ended(short, { kind: 'rate', nextFreeMs: 1000 }, short.items, 0);
-    lines.ended(ran, { kind: 'ran' }, [], 0);
-    expect(lines.nextWakeMs()).toBe(1000);
-    expect(lines.next(0, true)).toBeUndefined();
-    expect(lines.creditSettled('t', '', true)).toBe(true);
-    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
-  });
-
-  it('keeps waiting on the next stamp when another claim of the line ran meanwhile', () => {
-    const lines = waitingLine();
-    const ran = lines.next(0, true)!;
-    lines.creditTaken(ran);
-    const short = lines.next(0, true)!;
-    lines.ended(short, { kind: 'rate', nextFreeMs: null }, short.items, 0);
-    lines.ended(ran, { kind: 'ran' }, [], 0);
-    expect(lines.creditSettled('t', '', false)).toBe(true);
-  });
-
-  it('waits for the credit its take named when no credit was put back meanwhile', () => {
-    const lines = waitingLine();
-    const claim = lines.next(0, true)!;
-    // Its one start's stamp: a credit stamped now frees after the one the take named.
-    lines.creditSettled('t', '', false);
+    lines.creditTaken(claim);
     lines.ended(claim, { kind: 'rate', nextFreeMs: 1000 }, claim.items.slice(1), 0);
     expect(lines.next(999, true)).toBeUndefined();
     expect(lines.nextWakeMs()).toBe(1000);
-    // A stamp elsewhere does not move a credit that frees at a known time earlier.
-    expect(lines.creditSettled('t', '', false)).toBe(false);
-    expect(lines.next(1000, true)?.items.map((item) => item.id)).toEqual(['2', '3']);
+    lines.wakeDue(1000);
+    const next = lines.next(1000, true)!;
+    expect(next.items.map((item) => item.id)).toEqual(['2', '3']);
+    lines.ended(next, { kind: 'rate', nextFreeMs: null }, next.items, 1000);
+    expect(lines.next(1000, true)).toBeUndefined();
+    expect(lines.nextWakeMs()).toBe(1000 + config.firstBackoffMs);
   });
 
-  it('found every credit in flight: the next stamp, not a clock, wakes it; a put-back always does', () => {
+  it('takes one claim of the line at a time while it takes credits, so credits go in due order', () => {
     const lines = waitingLine();
-    const claim = lines.next(0, true)!;
-    lines.ended(claim, { kind: 'rate', nextFreeMs: null }, claim.items, 0);
-    // A clock that does not move (a test's) would never end the backoff.
+    const first = lines.next(0, true)!;
     expect(lines.next(0, true)).toBeUndefined();
-    expect(lines.creditSettled('t', '', false)).toBe(true);
-    const again = lines.next(0, true)!;
-    lines.ended(again, { kind: 'rate', nextFreeMs: 1000 }, again.items, 0);
-    expect(lines.next(0, true)).toBeUndefined();
-    expect(lines.creditSettled('t', '', true)).toBe(true);
-    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['1', '2']);
+    lines.creditTaken(first);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
   });
 });

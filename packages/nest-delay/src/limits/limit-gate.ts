@@ -15,12 +15,7 @@ import {
 } from '../context/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import {
-  declareLimits,
-  findFired,
-  findWaiting,
-  readTypeLimits,
-} from './limit-statements.js';
+import { declareLimits, findFired, findWaiting, readTypeLimits } from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
@@ -48,8 +43,6 @@ export class LimitGate implements LifecycleService {
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
   private readingBook = 0;
-  /** When the book was last read (-Infinity: never). */
-  private readAtMs = -Infinity;
   /** Types with tasks shed, and how far a refill has read them back (null: from the first). */
   private readonly shed = new Map<string, DueRow | null>();
   private refilling = false;
@@ -190,9 +183,6 @@ export class LimitGate implements LifecycleService {
   add(rows: GatedRow[]): void {
     if (this.stopped) return;
     const nowMs = this.ctx.clock.now();
-    // Idle until now, the book may be old: read it before these lines ask (the claim checks anyway).
-    if (this.lines.size === 0 && nowMs - this.readAtMs >= LIMIT_REFRESH_MS)
-      void this.readBook(true).catch(() => undefined);
     for (const row of rows) {
       const added = this.lines.add(
         { id: row.id, type: row.type, key: this.keyOf(row), dueAtMs: row.dueAtMs },
@@ -219,21 +209,18 @@ export class LimitGate implements LifecycleService {
     if (this.lines.creditTaken(claim)) this.wake();
   }
 
-  /** A rate credit of a line was stamped, or put back (`returned`): a line waiting on it may ask now. */
-  creditSettled(type: string, key: string, returned: boolean): void {
-    if (!this.lines.creditSettled(type, key, returned)) return;
-    this.arm();
-    this.wake();
-  }
-
-  /** What `claim` came to; `back`: its tasks that did not run, in their line again. */
-  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
+  /**
+   * What `claim` came to; `back`: its tasks that did not run, in their line
+   * again. `creditsReturned`: it put back credits, so its type's lines ask now.
+   */
+  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], creditsReturned: boolean): void {
     const nowMs = this.ctx.clock.now();
     if (outcome.kind === 'paused')
       this.book.apply({ type: claim.line.type, paused_at: new Date(nowMs) });
     // The database knows limits this picture lacks: read them before the line asks again.
     if (outcome.kind === 'stale') void this.readBook(true).catch(() => undefined);
     this.lines.ended(claim, outcome, back, nowMs);
+    if (creditsReturned) this.lines.retryType(claim.line.type);
     this.arm();
     this.refill();
     this.wake();
@@ -273,7 +260,6 @@ export class LimitGate implements LifecycleService {
   private async readBook(force: boolean): Promise<void> {
     // Nothing waits: the claims read the table themselves, and the first task to come reads it again.
     if (this.stopped || (!force && this.lines.size === 0 && this.shed.size === 0)) return;
-    this.readAtMs = this.ctx.clock.now();
     this.readingBook++;
     try {
       this.book.replace(await readTypeLimits(this.ctx.db.pool));

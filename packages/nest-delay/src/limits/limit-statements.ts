@@ -3,7 +3,6 @@ import type { ScriptStatements, Sql } from '../store/sql.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/task-sql.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
-import type { GateClaim } from './gate-line.types.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
@@ -272,7 +271,7 @@ export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
  */
 export function lineCheckInScript(
   script: ScriptStatements,
-  { line, declared }: GateClaim,
+  { line, declared }: { line: { type: string; key: string }; declared: ResolvedLimit },
   holder: string,
   credits: number[] | undefined,
 ): string {
