@@ -114,11 +114,6 @@ export class GateLines {
     return size;
   }
 
-  hasReady(nowMs: number): boolean {
-    for (const line of this.lines.values()) if (this.ready(line, nowMs)) return true;
-    return false;
-  }
-
   /**
    * A task joins its line in due order. 'here': already waiting (fired again
    * meanwhile), once is enough; 'shed': the gate is full, it stays in the table.
@@ -206,13 +201,14 @@ export class GateLines {
         line.backoffMs = 0;
         break;
       case 'done':
-      case 'paused':
         break;
       case 'busy':
         // Held elsewhere: look again after a backoff, or when a claim of its own here ends.
         this.backOff(line, nowMs, 'busy');
         break;
       case 'stale':
+      case 'paused':
+        // The limits are read again meanwhile (a paused type's lines wait for its resume).
         this.backOff(line, nowMs, 'rate');
         break;
       case 'rate': {

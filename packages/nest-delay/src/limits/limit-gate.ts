@@ -37,7 +37,7 @@ interface GatedRow {
  * and are read back by type once there is room (refill).
  */
 export class LimitGate implements LifecycleService {
-  readonly book: LimitBook;
+  private readonly book: LimitBook;
   private readonly lines: GateLines;
   private timer: TimerHandle | undefined;
   private timerAtMs = Infinity;
@@ -147,7 +147,7 @@ export class LimitGate implements LifecycleService {
 
   /** Something could start now (the dispatcher's settle and pump ask). */
   get hasReady(): boolean {
-    return this.lines.hasReady(this.ctx.clock.now());
+    return this.lines.readySize(this.ctx.clock.now()) > 0;
   }
 
   /** Fired tasks of this type come here: it is limited or paused, as the book says. */
@@ -215,10 +215,9 @@ export class LimitGate implements LifecycleService {
    */
   ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], creditsReturned: boolean): void {
     const nowMs = this.ctx.clock.now();
-    if (outcome.kind === 'paused')
-      this.book.apply({ type: claim.line.type, paused_at: new Date(nowMs) });
-    // The database knows limits this picture lacks: read them before the line asks again.
-    if (outcome.kind === 'stale') void this.readBook(true).catch(() => undefined);
+    // The database knows limits or a pause this picture lacks: read them before the line asks again.
+    if (outcome.kind === 'stale' || outcome.kind === 'paused')
+      void this.readBook(true).catch(() => undefined);
     this.lines.ended(claim, outcome, back, nowMs);
     if (creditsReturned) this.lines.retryType(claim.line.type);
     this.arm();
@@ -232,10 +231,9 @@ export class LimitGate implements LifecycleService {
   }
 
   /** A pause or resume, or a change of limits, made here: the lines follow at once. */
-  changed(type: string, row: Parameters<LimitBook['apply']>[0]): void {
-    this.book.apply(row);
+  async changed(type: string): Promise<void> {
+    await this.readBook(true);
     this.lines.retryType(type);
-    this.releaseUngated();
     this.wake();
   }
 
