@@ -99,21 +99,22 @@ export class LimitGate implements LifecycleService {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
     await this.refresh.stop();
-    this.lines.clear();
-    this.shed.clear();
+    this.clear();
   }
 
   /** For DelayTester.reset (which deleted the tasks and run-time limits): forget all, read the limits. */
   async forget(): Promise<void> {
+    this.clear();
+    await this.readBook(true);
+  }
+
+  private clear(): void {
     this.timer?.cancel();
     this.timer = undefined;
     this.timerAtMs = Infinity;
     this.lines.clear();
     this.shed.clear();
-    await this.readBook(true);
   }
 
   /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
