@@ -15,12 +15,7 @@ import {
 } from '../context/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import {
-  declareLimits,
-  findFired,
-  findWaiting,
-  readTypeLimits,
-} from './limit-statements.js';
+import { declareLimits, findFired, findWaiting, readTypeLimits } from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
@@ -42,14 +37,12 @@ interface GatedRow {
  * and are read back by type once there is room (refill).
  */
 export class LimitGate implements LifecycleService {
-  readonly book: LimitBook;
+  private readonly book: LimitBook;
   private readonly lines: GateLines;
   private timer: TimerHandle | undefined;
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
   private readingBook = 0;
-  /** When the book was last read (-Infinity: never). */
-  private readAtMs = -Infinity;
   /** Types with tasks shed, and how far a refill has read them back (null: from the first). */
   private readonly shed = new Map<string, DueRow | null>();
   private refilling = false;
@@ -106,21 +99,22 @@ export class LimitGate implements LifecycleService {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
     await this.refresh.stop();
-    this.lines.clear();
-    this.shed.clear();
+    this.clear();
   }
 
   /** For DelayTester.reset (which deleted the tasks and run-time limits): forget all, read the limits. */
   async forget(): Promise<void> {
+    this.clear();
+    await this.readBook(true);
+  }
+
+  private clear(): void {
     this.timer?.cancel();
     this.timer = undefined;
     this.timerAtMs = Infinity;
     this.lines.clear();
     this.shed.clear();
-    await this.readBook(true);
   }
 
   /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
@@ -154,7 +148,7 @@ export class LimitGate implements LifecycleService {
 
   /** Something could start now (the dispatcher's settle and pump ask). */
   get hasReady(): boolean {
-    return this.lines.hasReady(this.ctx.clock.now());
+    return this.lines.readySize(this.ctx.clock.now()) > 0;
   }
 
   /** Fired tasks of this type come here: it is limited or paused, as the book says. */
@@ -190,9 +184,6 @@ export class LimitGate implements LifecycleService {
   add(rows: GatedRow[]): void {
     if (this.stopped) return;
     const nowMs = this.ctx.clock.now();
-    // Idle until now, the book may be old: read it before these lines ask (the claim checks anyway).
-    if (this.lines.size === 0 && nowMs - this.readAtMs >= LIMIT_REFRESH_MS)
-      void this.readBook(true).catch(() => undefined);
     for (const row of rows) {
       const added = this.lines.add(
         { id: row.id, type: row.type, key: this.keyOf(row), dueAtMs: row.dueAtMs },
@@ -219,21 +210,17 @@ export class LimitGate implements LifecycleService {
     if (this.lines.creditTaken(claim)) this.wake();
   }
 
-  /** A rate credit of a line was stamped, or put back (`returned`): a line waiting on it may ask now. */
-  creditSettled(type: string, key: string, returned: boolean): void {
-    if (!this.lines.creditSettled(type, key, returned)) return;
-    this.arm();
-    this.wake();
-  }
-
-  /** What `claim` came to; `back`: its tasks that did not run, in their line again. */
-  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
+  /**
+   * What `claim` came to; `back`: its tasks that did not run, in their line
+   * again. `creditsReturned`: it put back credits, so its type's lines ask now.
+   */
+  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], creditsReturned: boolean): void {
     const nowMs = this.ctx.clock.now();
-    if (outcome.kind === 'paused')
-      this.book.apply({ type: claim.line.type, paused_at: new Date(nowMs) });
-    // The database knows limits this picture lacks: read them before the line asks again.
-    if (outcome.kind === 'stale') void this.readBook(true).catch(() => undefined);
+    // The database knows limits or a pause this picture lacks: read them before the line asks again.
+    if (outcome.kind === 'stale' || outcome.kind === 'paused')
+      void this.readBook(true).catch(() => undefined);
     this.lines.ended(claim, outcome, back, nowMs);
+    if (creditsReturned) this.lines.retryType(claim.line.type);
     this.arm();
     this.refill();
     this.wake();
@@ -245,10 +232,9 @@ export class LimitGate implements LifecycleService {
   }
 
   /** A pause or resume, or a change of limits, made here: the lines follow at once. */
-  changed(type: string, row: Parameters<LimitBook['apply']>[0]): void {
-    this.book.apply(row);
+  async changed(type: string): Promise<void> {
+    await this.readBook(true);
     this.lines.retryType(type);
-    this.releaseUngated();
     this.wake();
   }
 
@@ -273,7 +259,6 @@ export class LimitGate implements LifecycleService {
   private async readBook(force: boolean): Promise<void> {
     // Nothing waits: the claims read the table themselves, and the first task to come reads it again.
     if (this.stopped || (!force && this.lines.size === 0 && this.shed.size === 0)) return;
-    this.readAtMs = this.ctx.clock.now();
     this.readingBook++;
     try {
       this.book.replace(await readTypeLimits(this.ctx.db.pool));
