@@ -103,15 +103,26 @@ export async function json(
   authorization: string | null = adminBearer(),
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, {
-    method,
-    headers: {
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-      ...(authorization !== null && { authorization }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const send = () =>
+    fetch(url, {
+      method,
+      headers: {
+        ...(body !== undefined && { 'content-type': 'application/json' }),
+        ...(authorization !== null && { authorization }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  let res: Response;
+  try {
+    res = await send();
+  } catch (error) {
+    // A pooled keep-alive socket the app closed (Node's 5 s idle timeout) just
+    // as fetch reused it: the request never reached the app, so it is sent
+    // once more, on a new socket. Anything else, or a second failure, is the test's.
+    if ((error as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw error;
+    res = await send();
+  }
   return { status: res.status, body: await res.json() };
 }
 
