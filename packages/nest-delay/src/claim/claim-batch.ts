@@ -28,7 +28,7 @@ import {
 import type { DelayContext } from '../context/delay-context.js';
 import { AttemptRunner, HandlerCutOff, logFate } from './attempt-runner.js';
 import { BACKSTOP_MARGIN_MS, CUT_OFF_GRACE_MS } from '../context/tuning.js';
-import type { LineRefusal } from '../limits/gate-lines.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 
 /* What a claim transaction (ClaimBatch) is asked to do, and what it comes to. */
 

@@ -6,7 +6,7 @@ import type { HandlerRegistry } from '../handler-registry.js';
 import type { LimitGate } from '../limits/limit-gate.js';
 import type { LineClaim } from '../limits/gate-claims.js';
 import { lineCheckInScript } from '../limits/limit-statements.js';
-import type { LineRefusal } from '../limits/gate-lines.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { FAILED_CLAIM_RETRY_MIN_MS, NOTE_ID_BLOCK } from '../context/tuning.js';
 import {

@@ -3,7 +3,7 @@ import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
 import type { TaskId } from '../task.types.js';
 import type { ClaimRow } from '../tasks/task-row.js';
-import type { LineRefusal } from '../limits/gate-lines.js';
+import type { LineRefusal } from '../limits/gate-line.types.js';
 
 /** The line a gate's claim is for, and what its line check (sent with the BEGIN) answered. */
 export interface LineGating {

@@ -56,14 +56,14 @@ export class DelayLimits {
     await this.known(type);
     const now = new Date(this.now());
     await setPaused(this.db, type, true, now);
-    await this.gate.changed(type);
+    this.gate.changed(type, { type, paused_at: now });
     return this.get(type);
   }
 
   async resume(type: string): Promise<TypeLimitInfo> {
     await this.known(type);
     await setPaused(this.db, type, false, new Date(this.now()));
-    await this.gate.changed(type);
+    this.gate.changed(type, { type, paused_at: null });
     return this.get(type);
   }
 
@@ -92,7 +92,13 @@ export class DelayLimits {
       throw new DelayValidationError(field, message.slice(field.length + 1));
     }
     await writeOverride(this.db, type, limit, new Date(this.now()));
-    await this.gate.changed(type);
+    this.gate.changed(type, {
+      type,
+      overridden: true,
+      concurrency: limit.concurrency,
+      rate_starts: limit.rate?.starts ?? null,
+      rate_per_ms: limit.rate ? String(limit.rate.perMs) : null,
+    });
     return this.get(type);
   }
 
@@ -100,7 +106,7 @@ export class DelayLimits {
   async reset(type: string): Promise<TypeLimitInfo> {
     await this.known(type);
     await writeOverride(this.db, type, null, new Date(this.now()));
-    await this.gate.changed(type);
+    this.gate.changed(type, { type, overridden: false });
     return this.get(type);
   }
 

@@ -1,7 +1,7 @@
 import { errorText } from '../delay.messages.js';
 import type { DelayContext } from '../context/delay-context.js';
 import type { GateClaim, GateItem, GateOutcome, LimitGate } from './limit-gate.js';
-import type { LineRefusal } from './gate-lines.js';
+import type { LineRefusal } from './gate-line.types.js';
 import type { TaskId } from '../task.types.js';
 import { STAMP_TRIES } from '../context/tuning.js';
 import {
@@ -163,7 +163,8 @@ export class GateClaims {
               `Putting back an unused rate credit of ${line.type} failed (it frees when this instance restarts or is taken over): ${errorText(error)}`,
             ),
         );
-      this.gate.ended(gated, outcome, back, returned);
+      this.gate.ended(gated, outcome, back);
+      if (returned) this.gate.creditSettled(line.type, line.key, true);
     }
   }
 
@@ -181,7 +182,7 @@ export class GateClaims {
     for (let tries = 1; ; tries++) {
       try {
         await stampCredits(ctx.db.pool, batch, ctx.options.instanceId, this.runner.limitNowMs());
-        return;
+        break;
       } catch (error) {
         if (tries >= STAMP_TRIES || (this.stopped && tries >= 2)) {
           ctx.logger.error(
@@ -192,5 +193,7 @@ export class GateClaims {
         await new Promise((resolve) => setTimeout(resolve, 200 * tries));
       }
     }
+    const lines = new Map(batch.map((c) => [`${c.type}\u001f${c.key}`, c]));
+    for (const { type, key } of lines.values()) this.gate.creditSettled(type, key, false);
   }
 }

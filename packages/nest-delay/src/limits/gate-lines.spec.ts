@@ -21,27 +21,6 @@ function linesWith(
 
 const one: ResolvedLimit = { concurrency: 1, rate: null };
 
-const undeclared = {
-  declared_concurrency: null,
-  declared_rate_starts: null,
-  declared_rate_per_ms: null,
-  declared_per_key: false,
-  declared_at: null,
-  declared_by: null,
-};
-
-/** Type t's row with nothing set at run time. */
-const plainRow = {
-  type: 't',
-  paused_at: null as Date | null,
-  overridden: false,
-  concurrency: null,
-  rate_starts: null,
-  rate_per_ms: null,
-  updated_at: new Date(0),
-  ...undeclared,
-};
-
 describe('GateLines', () => {
   it('hands each line its tasks in due order, whatever order they came in', () => {
     fc.assert(
@@ -116,7 +95,7 @@ describe('GateLines', () => {
 
   it('holds a paused type, and sheds beyond its capacity', () => {
     const { lines, book } = linesWith({ t: one }, { capacity: 5 });
-    book.replace([{ ...plainRow, paused_at: new Date(0) }]);
+    book.apply({ type: 't', paused_at: new Date(0) });
     const added = Array.from({ length: 8 }, (_, i) =>
       lines.add({ id: String(i + 1), type: 't', key: '', dueAtMs: i }, 100),
     );
@@ -124,7 +103,7 @@ describe('GateLines', () => {
     expect(added.filter((a) => a === 'shed')).toHaveLength(3);
     expect(lines.size).toBe(5);
     expect(lines.next(100, true)).toBeUndefined();
-    book.replace([plainRow]);
+    book.apply({ type: 't', paused_at: null });
     expect(lines.next(100, true)?.items.map((item) => item.id)).toEqual(['1', '2', '3', '4', '5']);
   });
 
@@ -135,9 +114,9 @@ describe('GateLines', () => {
     const b = lines.next(0, true)!;
     lines.ended(b, { kind: 'busy' }, b.items, 0);
     expect(lines.nextWakeMs()).toBe(10);
-    expect(lines.readySize(5)).toBe(0);
+    expect(lines.hasReady(5)).toBe(false);
     lines.ended(a, { kind: 'ran' }, [], 5);
-    expect(lines.readySize(5)).toBeGreaterThan(0);
+    expect(lines.hasReady(5)).toBe(true);
   });
 });
 
@@ -148,7 +127,7 @@ describe('GateLines: a line whose seats are held elsewhere', () => {
     const first = lines.next(0, true)!;
     lines.ended(first, { kind: 'busy' }, first.items, 0);
     lines.wakeDue(9);
-    expect(lines.readySize(9)).toBe(0);
+    expect(lines.hasReady(9)).toBe(false);
     lines.wakeDue(10);
     const again = lines.next(10, true)!;
     expect(again.items.map((item) => item.id)).toEqual(['1']);
@@ -188,7 +167,7 @@ describe('LimitBook', () => {
           expect(limits.effective).toEqual({ concurrency, rate });
           expect(limits.declared).toBe(declared);
           expect(book.gates('t')).toBe(paused || concurrency !== null || rate !== null);
-          book.replace([{ ...plainRow, paused_at: paused ? new Date(1) : null }]);
+          book.apply({ type: 't', overridden: false });
           expect(book.of('t').effective).toBe(declared);
           expect(book.gates('t')).toBe(true);
         },
@@ -221,6 +200,15 @@ describe('LimitBook', () => {
     expect(lines.next(0, true)).toBeUndefined();
   });
 });
+
+const undeclared = {
+  declared_concurrency: null,
+  declared_rate_starts: null,
+  declared_rate_per_ms: null,
+  declared_per_key: false,
+  declared_at: null,
+  declared_by: null,
+};
 
 describe('LimitBook: declared limits', () => {
   const row = {
@@ -263,26 +251,73 @@ describe('GateLines: a line waiting for a rate credit', () => {
     return lines;
   };
 
-  it('waits for the credit its take named, and backs off when it named none (all in flight)', () => {
+  it('asks again at once when a credit settled while its take ran (the take may have skipped it)', () => {
+    const lines = waitingLine();
+    const first = lines.next(0, true)!;
+    lines.creditTaken(first);
+    const second = lines.next(0, true)!;
+    // The first claim puts back a credit while the second's take runs: that
+    // take found the row locked, and answers with a credit a second away.
+    lines.creditSettled('t', '', true);
+    lines.ended(second, { kind: 'rate', nextFreeMs: 1000 }, second.items, 0);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
+  });
+
+  it('found every credit in flight while one was stamped: asks again at once (the stamp names a time)', () => {
     const lines = waitingLine();
     const claim = lines.next(0, true)!;
-    lines.creditTaken(claim);
+    lines.creditSettled('t', '', false);
+    lines.ended(claim, { kind: 'rate', nextFreeMs: null }, claim.items, 0);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['1', '2']);
+  });
+
+  it('keeps the wait another claim of the line learned when one of its own ran, and a put-back still wakes it', () => {
+    const lines = waitingLine();
+    const ran = lines.next(0, true)!;
+    lines.creditTaken(ran);
+    const short = lines.next(0, true)!;
+    lines.ended(short, { kind: 'rate', nextFreeMs: 1000 }, short.items, 0);
+    lines.ended(ran, { kind: 'ran' }, [], 0);
+    expect(lines.nextWakeMs()).toBe(1000);
+    expect(lines.next(0, true)).toBeUndefined();
+    expect(lines.creditSettled('t', '', true)).toBe(true);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
+  });
+
+  it('keeps waiting on the next stamp when another claim of the line ran meanwhile', () => {
+    const lines = waitingLine();
+    const ran = lines.next(0, true)!;
+    lines.creditTaken(ran);
+    const short = lines.next(0, true)!;
+    lines.ended(short, { kind: 'rate', nextFreeMs: null }, short.items, 0);
+    lines.ended(ran, { kind: 'ran' }, [], 0);
+    expect(lines.creditSettled('t', '', false)).toBe(true);
+  });
+
+  it('waits for the credit its take named when no credit was put back meanwhile', () => {
+    const lines = waitingLine();
+    const claim = lines.next(0, true)!;
+    // Its one start's stamp: a credit stamped now frees after the one the take named.
+    lines.creditSettled('t', '', false);
     lines.ended(claim, { kind: 'rate', nextFreeMs: 1000 }, claim.items.slice(1), 0);
     expect(lines.next(999, true)).toBeUndefined();
     expect(lines.nextWakeMs()).toBe(1000);
-    lines.wakeDue(1000);
-    const next = lines.next(1000, true)!;
-    expect(next.items.map((item) => item.id)).toEqual(['2', '3']);
-    lines.ended(next, { kind: 'rate', nextFreeMs: null }, next.items, 1000);
-    expect(lines.next(1000, true)).toBeUndefined();
-    expect(lines.nextWakeMs()).toBe(1000 + config.firstBackoffMs);
+    // A stamp elsewhere does not move a credit that frees at a known time earlier.
+    expect(lines.creditSettled('t', '', false)).toBe(false);
+    expect(lines.next(1000, true)?.items.map((item) => item.id)).toEqual(['2', '3']);
   });
 
-  it('takes one claim of the line at a time while it takes credits, so credits go in due order', () => {
+  it('found every credit in flight: the next stamp, not a clock, wakes it; a put-back always does', () => {
     const lines = waitingLine();
-    const first = lines.next(0, true)!;
+    const claim = lines.next(0, true)!;
+    lines.ended(claim, { kind: 'rate', nextFreeMs: null }, claim.items, 0);
+    // A clock that does not move (a test's) would never end the backoff.
     expect(lines.next(0, true)).toBeUndefined();
-    lines.creditTaken(first);
-    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['3', '4']);
+    expect(lines.creditSettled('t', '', false)).toBe(true);
+    const again = lines.next(0, true)!;
+    lines.ended(again, { kind: 'rate', nextFreeMs: 1000 }, again.items, 0);
+    expect(lines.next(0, true)).toBeUndefined();
+    expect(lines.creditSettled('t', '', true)).toBe(true);
+    expect(lines.next(0, true)?.items.map((item) => item.id)).toEqual(['1', '2']);
   });
 });

@@ -1,82 +1,15 @@
 import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
-import type { ResolvedLimit } from '../task-limit.js';
 import type { TypeLimits } from './limit-book.js';
-
-/**
- * Why the database refused a gate's claim: paused (or a pause committing),
- * every seat held elsewhere, or a rate in force with no credit held (a stale
- * picture of the limits, or credits reaped by a takeover).
- */
-export type LineRefusal = 'paused' | 'busy' | 'unpaced';
-
-/** One task waiting behind its line's limit. */
-export interface GateItem {
-  id: TaskId;
-  dueAtMs: number;
-  /** When it came to the gate: its wait for the limit counts from here. */
-  sinceMs: number;
-  /** Its last attempt was cut off: its claim must run alone. */
-  alone: boolean;
-}
-
-/** A type and key with limits of their own: its tasks wait here in due order. */
-export interface Line {
-  readonly type: string;
-  readonly key: string;
-  readonly waiting: GateItem[];
-  /** Its claims in flight on this instance. */
-  running: number;
-  /** Not before this (a rate credit frees, or a look again after a busy seat). */
-  readyAtMs: number;
-  /** Why it last could not start: a seat held elsewhere is looked at before trying again. */
-  blocked: 'busy' | 'rate' | null;
-  backoffMs: number;
-  /** When it last started a claim (a count): among heads due together, the line that waited longest goes first. */
-  turn: number;
-  /** A claim of it is taking rate credits: the next waits, so credits go in due order. */
-  takingCredit: boolean;
-}
-
-/** What one gate claim came to, for its line. */
-export type GateOutcome =
-  | { kind: 'ran' }
-  /** Nothing to learn: its tasks were gone, or the claim failed as a whole (the dispatcher holds them). */
-  | { kind: 'done' }
-  /** Its line's seats are all held elsewhere. */
-  | { kind: 'busy' }
-  | { kind: 'paused' }
-  /** Fewer credits than tasks: the next frees at `nextFreeMs` (null: unknown). */
-  | { kind: 'rate'; nextFreeMs: number | null }
-  /** The database found a rate in force that this instance's picture lacked: read the limits again. */
-  | { kind: 'stale' };
-
-/** Tasks of one line, in due order, for one claim: one seat, a rate credit a start. */
-export interface GateClaim {
-  line: Line;
-  items: GateItem[];
-  /** The handler's declared limits: the claim's SQL prefers a run-time override. */
-  declared: ResolvedLimit;
-  /** In force as this instance knows them (the rate decides whether a credit is taken). */
-  effective: ResolvedLimit;
-}
-
-/** How LimitGate sizes and paces the lines. */
-export interface GateLinesConfig {
-  /** Most tasks in one claim. */
-  batchSize: number;
-  /** A line with no concurrency limit is spread over this many claims at once. */
-  spread: number;
-  /** Most tasks waiting in all lines: beyond it, add() sheds them. */
-  capacity: number;
-  firstBackoffMs: number;
-  maxBackoffMs: number;
-}
+import type { GateClaim, GateItem, GateLinesConfig, GateOutcome, Line } from './gate-line.types.js';
 
 /**
  * The limit gate's lines, pure (the caller passes `nowMs`): which waiting
  * task goes next, in what share, and how a line waits after its claim.
  */
+
+export type { GateClaim, GateItem, GateLinesConfig, GateOutcome, Line } from './gate-line.types.js';
+
 export class GateLines {
   private readonly lines = new Map<string, Line>();
   /** Ids waiting in a line or in a claim of the gate. */
@@ -112,6 +45,11 @@ export class GateLines {
     for (const line of this.lines.values())
       if (this.ready(line, nowMs)) size += line.waiting.length;
     return size;
+  }
+
+  hasReady(nowMs: number): boolean {
+    for (const line of this.lines.values()) if (this.ready(line, nowMs)) return true;
+    return false;
   }
 
   /**
@@ -167,6 +105,7 @@ export class GateLines {
       items,
       declared: limits.declared,
       effective: limits.effective,
+      creditsAtTake: { putBacks: best.putBacks, stamps: best.stamps },
     };
   }
 
@@ -201,21 +140,31 @@ export class GateLines {
         line.backoffMs = 0;
         break;
       case 'done':
+      case 'paused':
         break;
       case 'busy':
         // Held elsewhere: look again after a backoff, or when a claim of its own here ends.
         this.backOff(line, nowMs, 'busy');
         break;
       case 'stale':
-      case 'paused':
-        // The limits are read again meanwhile (a paused type's lines wait for its resume).
         this.backOff(line, nowMs, 'rate');
         break;
       case 'rate': {
         const atMs = outcome.nextFreeMs;
-        // All in flight (no time known), or due by this clock but not yet by the database's.
+        // A put-back (the take skipped its locked row) or, when all were in
+        // flight, a stamp during the take woke no one: ask again now.
+        const since = claim.creditsAtTake;
+        // Set by this answer alone: another claim's end keeps a wait it learned.
+        line.creditsInFlight = false;
+        if (line.putBacks !== since.putBacks || (atMs === null && line.stamps !== since.stamps)) {
+          line.blocked = null;
+          line.readyAtMs = 0;
+          break;
+        }
+        // All in flight, or due by this clock but not yet by the database's.
         if (atMs === null || !Number.isFinite(atMs) || atMs <= nowMs) {
           this.backOff(line, nowMs, 'rate');
+          line.creditsInFlight = atMs === null;
         } else {
           line.blocked = 'rate';
           line.readyAtMs = Math.ceil(atMs);
@@ -224,6 +173,25 @@ export class GateLines {
       }
     }
     this.dropIfEmpty(line);
+  }
+
+  /**
+   * A credit of the line was put back (`returned`) or stamped. A line
+   * waiting for a rate asks again now after a put-back, or after a stamp
+   * when it found every credit in flight (it knew no time to wait for).
+   * Returns whether the line may now ask.
+   */
+  creditSettled(type: string, key: string, returned: boolean): boolean {
+    const line = this.lines.get(lineId(type, key));
+    if (!line) return false;
+    if (returned) line.putBacks++;
+    else line.stamps++;
+    if (line.blocked !== 'rate' || !(returned || line.creditsInFlight)) return false;
+    line.blocked = null;
+    line.readyAtMs = 0;
+    line.backoffMs = 0;
+    line.creditsInFlight = false;
+    return true;
   }
 
   /** Limits changed or a pause came or went: the type's lines try again now. */
@@ -331,6 +299,9 @@ export class GateLines {
         backoffMs: 0,
         turn: 0,
         takingCredit: false,
+        creditsInFlight: false,
+        putBacks: 0,
+        stamps: 0,
       };
       this.lines.set(id, line);
     }

@@ -26,6 +26,26 @@ export class LimitBook {
     this.rows = new Map(rows.map((row) => [row.type, row]));
   }
 
+  /** A change made here, before the next read. */
+  apply(row: Partial<TypeLimitRow> & { type: string }): void {
+    const current = this.rows.get(row.type) ?? {
+      type: row.type,
+      paused_at: null,
+      overridden: false,
+      concurrency: null,
+      rate_starts: null,
+      rate_per_ms: null,
+      updated_at: new Date(0),
+      declared_concurrency: null,
+      declared_rate_starts: null,
+      declared_rate_per_ms: null,
+      declared_per_key: false,
+      declared_at: null,
+      declared_by: null,
+    };
+    this.rows.set(row.type, { ...current, ...row });
+  }
+
   of(type: string): TypeLimits {
     const row = this.rows.get(type);
     // As stored at boot by the last instance to boot, else this instance's code.

@@ -15,7 +15,12 @@ import {
 } from '../context/tuning.js';
 import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
 import { LimitBook } from './limit-book.js';
-import { declareLimits, findFired, findWaiting, readTypeLimits } from './limit-statements.js';
+import {
+  declareLimits,
+  findFired,
+  findWaiting,
+  readTypeLimits,
+} from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
 export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
@@ -37,12 +42,14 @@ interface GatedRow {
  * and are read back by type once there is room (refill).
  */
 export class LimitGate implements LifecycleService {
-  private readonly book: LimitBook;
+  readonly book: LimitBook;
   private readonly lines: GateLines;
   private timer: TimerHandle | undefined;
   private timerAtMs = Infinity;
   private readonly refresh: PeriodicRound;
   private readingBook = 0;
+  /** When the book was last read (-Infinity: never). */
+  private readAtMs = -Infinity;
   /** Types with tasks shed, and how far a refill has read them back (null: from the first). */
   private readonly shed = new Map<string, DueRow | null>();
   private refilling = false;
@@ -99,22 +106,21 @@ export class LimitGate implements LifecycleService {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
     await this.refresh.stop();
-    this.clear();
+    this.lines.clear();
+    this.shed.clear();
   }
 
   /** For DelayTester.reset (which deleted the tasks and run-time limits): forget all, read the limits. */
   async forget(): Promise<void> {
-    this.clear();
-    await this.readBook(true);
-  }
-
-  private clear(): void {
     this.timer?.cancel();
     this.timer = undefined;
     this.timerAtMs = Infinity;
     this.lines.clear();
     this.shed.clear();
+    await this.readBook(true);
   }
 
   /** Waiting here or in a claim of the gate; or of a type with tasks shed, which refill reads back. */
@@ -148,7 +154,7 @@ export class LimitGate implements LifecycleService {
 
   /** Something could start now (the dispatcher's settle and pump ask). */
   get hasReady(): boolean {
-    return this.lines.readySize(this.ctx.clock.now()) > 0;
+    return this.lines.hasReady(this.ctx.clock.now());
   }
 
   /** Fired tasks of this type come here: it is limited or paused, as the book says. */
@@ -184,6 +190,9 @@ export class LimitGate implements LifecycleService {
   add(rows: GatedRow[]): void {
     if (this.stopped) return;
     const nowMs = this.ctx.clock.now();
+    // Idle until now, the book may be old: read it before these lines ask (the claim checks anyway).
+    if (this.lines.size === 0 && nowMs - this.readAtMs >= LIMIT_REFRESH_MS)
+      void this.readBook(true).catch(() => undefined);
     for (const row of rows) {
       const added = this.lines.add(
         { id: row.id, type: row.type, key: this.keyOf(row), dueAtMs: row.dueAtMs },
@@ -210,17 +219,21 @@ export class LimitGate implements LifecycleService {
     if (this.lines.creditTaken(claim)) this.wake();
   }
 
-  /**
-   * What `claim` came to; `back`: its tasks that did not run, in their line
-   * again. `creditsReturned`: it put back credits, so its type's lines ask now.
-   */
-  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], creditsReturned: boolean): void {
+  /** A rate credit of a line was stamped, or put back (`returned`): a line waiting on it may ask now. */
+  creditSettled(type: string, key: string, returned: boolean): void {
+    if (!this.lines.creditSettled(type, key, returned)) return;
+    this.arm();
+    this.wake();
+  }
+
+  /** What `claim` came to; `back`: its tasks that did not run, in their line again. */
+  ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[] = []): void {
     const nowMs = this.ctx.clock.now();
-    // The database knows limits or a pause this picture lacks: read them before the line asks again.
-    if (outcome.kind === 'stale' || outcome.kind === 'paused')
-      void this.readBook(true).catch(() => undefined);
+    if (outcome.kind === 'paused')
+      this.book.apply({ type: claim.line.type, paused_at: new Date(nowMs) });
+    // The database knows limits this picture lacks: read them before the line asks again.
+    if (outcome.kind === 'stale') void this.readBook(true).catch(() => undefined);
     this.lines.ended(claim, outcome, back, nowMs);
-    if (creditsReturned) this.lines.retryType(claim.line.type);
     this.arm();
     this.refill();
     this.wake();
@@ -232,9 +245,10 @@ export class LimitGate implements LifecycleService {
   }
 
   /** A pause or resume, or a change of limits, made here: the lines follow at once. */
-  async changed(type: string): Promise<void> {
-    await this.readBook(true);
+  changed(type: string, row: Parameters<LimitBook['apply']>[0]): void {
+    this.book.apply(row);
     this.lines.retryType(type);
+    this.releaseUngated();
     this.wake();
   }
 
@@ -259,6 +273,7 @@ export class LimitGate implements LifecycleService {
   private async readBook(force: boolean): Promise<void> {
     // Nothing waits: the claims read the table themselves, and the first task to come reads it again.
     if (this.stopped || (!force && this.lines.size === 0 && this.shed.size === 0)) return;
+    this.readAtMs = this.ctx.clock.now();
     this.readingBook++;
     try {
       this.book.replace(await readTypeLimits(this.ctx.db.pool));

@@ -4,6 +4,7 @@ import type { Sql } from '../store/sql.js';
 import { PENDING, PENDING_BY_ID } from '../tasks/task-sql.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
+import type { GateClaim } from './gate-line.types.js';
 
 /**
  * The SQL of shared limits (docs/limits.md).
@@ -76,12 +77,20 @@ export function readTypeLimits(sql: Sql): Promise<TypeLimitRow[]> {
   );
 }
 
-/** SQL: row `l`'s declared `column` as stored at boot, else `fallback` (this code's). */
+/**
+ * SQL choosing, for a row `l` of delay_type_limit (possibly missing), the
+ * declared value in force: the stored declaration when an instance has
+ * written one, else `fallback` (the claiming instance's code).
+ */
 export function declaredColumn(l: string, column: string, fallback: string): string {
   return `CASE WHEN ${l}.declared_at IS NOT NULL THEN ${l}.declared_${column} ELSE ${fallback} END`;
 }
 
-/** Pauses a type (keeping when the pause began) or resumes it; a pause takes the locks above first. */
+/**
+ * Pauses a type (`paused` true) or resumes it; a pause keeps the time it
+ * began. A pause takes the type's pause lock exclusively first (see above):
+ * it commits, and returns, once the gate's claims of the type have ended.
+ */
 export async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
   await sql.rows(
     `WITH waiting AS (
@@ -118,11 +127,16 @@ export interface LimitDeclaration {
 }
 
 /**
- * At boot, what this instance's handlers declare: the last instance to boot
- * states the declared limits for all (a rolling deploy applies one set). A
- * type limited in code gets its row from boot, so a claim's FOR KEY SHARE
- * sees even a first pause; a type declared without limits clears a row's.
- * Run-time settings, pauses and other services' types stay as they are.
+ * Writes what this instance's handlers declare, at boot: the last instance
+ * to boot states the declared limits for every instance (each claim reads
+ * them from here), so two versions of the code in a rolling deploy apply
+ * one set of limits. A type limited in code gets its row (a claim reads it
+ * with FOR KEY SHARE, which sees a pause committed since the claim's
+ * snapshot only if the row existed then: with the row there from boot, a
+ * first pause is seen too); a type declared without limits here clears the
+ * declared limits of a row that has them. Run-time settings and pauses are
+ * left as they are, and so are types without a handler here (another
+ * service's).
  */
 export async function declareLimits(
   sql: Sql,
@@ -215,7 +229,10 @@ export interface WaitingRow extends DueRow {
   payload: unknown;
 }
 
-/** What the gate shed, read back (refill): a type's due tasks leased here or to no one, after `after`. */
+/**
+ * The next page, after `after`, of one type's due tasks leased here or to
+ * no one: what the gate shed, read back (LimitGate.refill).
+ */
 export function findWaiting(
   sql: Sql,
   type: string,
@@ -256,7 +273,7 @@ export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
  */
 export function lineCheckInScript(
   script: ScriptStatements,
-  { line, declared }: { line: { type: string; key: string }; declared: ResolvedLimit },
+  { line, declared }: GateClaim,
   holder: string,
   credits: number[] | undefined,
 ): string {
