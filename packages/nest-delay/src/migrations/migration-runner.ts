@@ -26,19 +26,20 @@ export interface MigrateOptions {
 }
 
 /**
- * Only one migrator at a time on a database (instances booting together
- * each call migrateDelaySchema): a session advisory lock, keyed apart from
- * the engine's own locks.
+ * Only one migrator at a time on a database (instances booting together each
+ * call migrateDelaySchema): a transaction advisory lock, taken in each
+ * migration's transaction, so that it ends with it, even behind a pooler in
+ * transaction mode (a session lock could stay on another server session).
  */
-const MIGRATOR_LOCK = `SELECT pg_advisory_lock(hashtext('nest-delay migrations'))`;
-const MIGRATOR_UNLOCK = `SELECT pg_advisory_unlock(hashtext('nest-delay migrations'))`;
+const MIGRATOR_LOCK = `SELECT pg_advisory_xact_lock(hashtext('nest-delay migrations'))`;
 
 /**
  * Brings the engine's tables to this version of the package: runs each of
  * `migrations` not yet recorded in `options.table`, oldest first, each in a
  * transaction of its own with its record, and returns the names it ran.
  * Takes a pg Pool (or anything with pg's `connect()`) or a connection string.
- * Safe to call at every boot and from several instances at once.
+ * Safe to call at every boot and from several instances at once: each
+ * migration is checked against the record under the lock, in its transaction.
  */
 export async function runMigrations(
   database: string | Pick<pg.Pool, 'connect'>,
@@ -52,46 +53,56 @@ export async function runMigrations(
     typeof database === 'string' ? new pg.Pool({ connectionString: database, max: 1 }) : undefined;
   const client = await (own ?? (database as Pick<pg.Pool, 'connect'>)).connect();
   const ran: string[] = [];
+  let inTransaction = false;
+  const runner: MigrationRunner = {
+    query: async (text, params) => (await client.query(text, params)).rows,
+    get isTransactionActive() {
+      return inTransaction;
+    },
+  };
+  /** `work` in a transaction holding the migrator's lock. */
+  const locked = async (work: () => Promise<void>) => {
+    await client.query('BEGIN');
+    inTransaction = true;
+    try {
+      await client.query(MIGRATOR_LOCK);
+      await work();
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      inTransaction = false;
+    }
+  };
   try {
-    await client.query(MIGRATOR_LOCK);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${table} (id serial PRIMARY KEY, "timestamp" bigint NOT NULL, name varchar NOT NULL)`,
-    );
-    const { rows } = await client.query<{ name: string }>(`SELECT name FROM ${table}`);
-    const done = new Set(rows.map((row) => row.name));
-    let inTransaction = false;
-    const runner: MigrationRunner = {
-      query: async (text, params) => (await client.query(text, params)).rows,
-      get isTransactionActive() {
-        return inTransaction;
-      },
-    };
+    await locked(async () => {
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${table} (id serial PRIMARY KEY, "timestamp" bigint NOT NULL, name varchar NOT NULL)`,
+      );
+    });
     for (const Migration of migrations) {
       const migration = new Migration();
       const name = migration.name ?? Migration.name;
-      if (done.has(name)) continue;
-      await client.query('BEGIN');
-      inTransaction = true;
       try {
-        await migration.up(runner);
-        await client.query(`INSERT INTO ${table} ("timestamp", name) VALUES ($1, $2)`, [
-          Number(/\d{13}$/.exec(name)?.[0] ?? Date.now()),
-          name,
-        ]);
-        await client.query('COMMIT');
+        await locked(async () => {
+          const done = await client.query(`SELECT 1 FROM ${table} WHERE name = $1`, [name]);
+          if (done.rowCount) return;
+          await migration.up(runner);
+          await client.query(`INSERT INTO ${table} ("timestamp", name) VALUES ($1, $2)`, [
+            Number(/\d{13}$/.exec(name)?.[0] ?? Date.now()),
+            name,
+          ]);
+          ran.push(name);
+        });
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
         throw new Error(`nest-delay migration ${name} failed: ${(error as Error).message}`, {
           cause: error,
         });
-      } finally {
-        inTransaction = false;
       }
-      ran.push(name);
     }
     return ran;
   } finally {
-    await client.query(MIGRATOR_UNLOCK).catch(() => undefined);
     client.release();
     await own?.end();
   }
