@@ -1,9 +1,10 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { DelayAdmin } from './admin/delay-admin.service.js';
 import type { DataSource } from 'typeorm';
 import { CLOCK } from './clock/index.js';
 import { measuredDatabaseClock } from './lease/clock-watch.js';
+import { PreparedStatements } from './store/claim-connection.js';
 import { openDatabase } from './store/sql.js';
 import {
   DELAY_ASYNC_OPTIONS_TYPE,
@@ -48,7 +49,14 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
     {
       provide: DELAY_DATABASE,
       useFactory: (options: ResolvedDelayOptions, dataSource: DataSource | null) =>
-        openDatabase(options.connection, dataSource),
+        openDatabase(
+          options.connection,
+          dataSource,
+          // Told once, if a pooler refuses prepared statements (claim-connection.ts).
+          new PreparedStatements(options.preparedStatements, (why) =>
+            new Logger('DelayModule').warn(why),
+          ),
+        ),
       inject: [DELAY_OPTIONS, DELAY_DATA_SOURCE],
     },
     {

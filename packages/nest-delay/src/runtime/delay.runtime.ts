@@ -15,7 +15,6 @@ import { HandlerRegistry } from '../handler-registry.js';
 import { AfterCommit } from '../observer/after-commit.js';
 import { ObserverCalls } from '../observer/observer-calls.js';
 import { databaseNowMs } from '../lease/lease-statements.js';
-import { PreparedStatements } from '../store/claim-connection.js';
 import { Database } from '../store/sql.js';
 import type { TaskTracing } from '../tracing/task-tracing.js';
 import { BacklogDrainer } from '../lease/backlog-drainer.js';
@@ -78,9 +77,7 @@ export class DelayRuntime
       options,
       concurrency: options.concurrency ?? Math.max(1, Math.min(10, Math.floor(poolSize / 2))),
       logger,
-      db: database.withPrepared(
-        new PreparedStatements(options.preparedStatements, (why) => logger.warn(why)),
-      ),
+      db: database,
       policy: new WindowPolicy(options),
       observer: new ObserverCalls(options.observer, logger),
       afterCommit: new AfterCommit(database.dataSource),

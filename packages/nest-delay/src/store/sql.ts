@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { noDatabase, releasedManager } from '../delay.messages.js';
 import type { DelayExecutor } from '../task.types.js';
@@ -52,11 +53,6 @@ export class Database {
   /** On a pg pool of its own: `owned` when the engine opened it and must end it. */
   static onPool(pool: PgPool, owned: boolean, prepared = new PreparedStatements(false)): Database {
     return new Database(pool, undefined, owned, prepared);
-  }
-
-  /** The same connections with other prepared-statement rules (the runtime's). */
-  withPrepared(prepared: PreparedStatements): Database {
-    return new Database(this.pg, this.dataSource, this.owned, prepared);
   }
 
   /** How many connections the pool may open (pg's default 10 when it says none). */
@@ -155,19 +151,17 @@ export class Database {
  * The engine's connections: a pool of its own from `connection` (a pg Pool,
  * or a connection string it opens one for and so ends), else the app's DataSource's.
  */
-export async function openDatabase(
+export function openDatabase(
   connection: string | object | undefined,
   dataSource: DataSource | null,
-): Promise<Database> {
+  prepared: PreparedStatements,
+): Database {
   if (typeof connection === 'string') {
-    const { default: pg } = await import('pg');
-    return Database.onPool(
-      new pg.Pool({ connectionString: connection }) as unknown as PgPool,
-      true,
-    );
+    const pool = new pg.Pool({ connectionString: connection }) as unknown as PgPool;
+    return Database.onPool(pool, true, prepared);
   }
-  if (connection) return Database.onPool(connection as PgPool, false);
-  if (dataSource) return Database.onDataSource(dataSource);
+  if (connection) return Database.onPool(connection as PgPool, false, prepared);
+  if (dataSource) return Database.onDataSource(dataSource, prepared);
   throw new Error(noDatabase());
 }
 
