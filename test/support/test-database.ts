@@ -30,6 +30,8 @@ export const preparedStatementsEnv: Record<string, string> = process.env.DELAY_P
   : {};
 /** Where databases are created, dropped and watched: the server, never a pooler in front of it. */
 export const adminUrl = process.env.TEST_ADMIN_DATABASE_URL ?? serverUrl;
+/** Test databases are reached through a pooler: the server's sessions are the pooler's, not the app's. */
+export const behindPooler = adminUrl !== serverUrl;
 
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (!serverUrl) {

@@ -35,31 +35,43 @@ export const {
   .build();
 
 /**
- * `@nestjs/typeorm` is an optional peer: loaded only where installed, so that
- * an app without TypeORM (DelayModule's `connection` option) boots without it.
+ * TypeORM is an optional peer: an app without it (DelayModule's `connection`
+ * option) boots without it. Its DataSource class, the injection token of the
+ * app's default DataSource, is loaded with require: typeorm is CommonJS with
+ * an ESM wrapper over the same module, so this is the class the app and
+ * `@nestjs/typeorm` import. Not `@nestjs/typeorm` itself: it is ESM-only, and
+ * Jest before Node 24.9 cannot require() an ES module, so a user's Jest suite
+ * on Node 20 or 22 would fail to load this package. Not a top-level await:
+ * that would stop a CommonJS app from require()-ing the package.
  */
-const nestTypeorm = loadNestTypeorm();
+const typeorm = loadTypeorm();
 
-/**
- * Loaded synchronously (it is CommonJS), not by a top-level await, which
- * would stop a CommonJS app from require()-ing the package. Missing, or
- * missing its typeorm: undefined. The same instance the app imports.
- */
-function loadNestTypeorm(): typeof import('@nestjs/typeorm') | undefined {
+function loadTypeorm(): typeof import('typeorm') | undefined {
   try {
-    return createRequire(import.meta.url)('@nestjs/typeorm');
+    return createRequire(import.meta.url)('typeorm');
   } catch (error) {
     if ((error as { code?: string }).code === 'MODULE_NOT_FOUND') return undefined;
     throw error;
   }
 }
 
+/**
+ * `@nestjs/typeorm`'s token for the DataSource named `name`: the DataSource
+ * class for the default one, `<name>DataSource` for the others (its
+ * getDataSourceToken; a spec holds the two equal).
+ */
+export function dataSourceToken(name: string | undefined): unknown {
+  if (!typeorm) return undefined;
+  return name === undefined || name === 'default' ? typeorm.DataSource : `${name}DataSource`;
+}
+
 /** The app's DataSource named `name`, or null when there is none to inject. */
 function dataSourceProvider(name: string | undefined): Provider {
-  if (!nestTypeorm) return { provide: DELAY_DATA_SOURCE, useValue: null };
+  const token = dataSourceToken(name);
+  if (token === undefined) return { provide: DELAY_DATA_SOURCE, useValue: null };
   return {
     provide: DELAY_DATA_SOURCE,
     useFactory: (dataSource: unknown) => dataSource ?? null,
-    inject: [{ token: nestTypeorm.getDataSourceToken(name), optional: true }],
+    inject: [{ token: token as string, optional: true }],
   };
 }
