@@ -57,7 +57,7 @@ describeWithServer('a process killed in the middle of a handler writing through 
     await db?.drop();
   });
 
-  it.each(['pg', 'kysely', 'drizzle'])(
+  it.each(['pg', 'kysely', 'drizzle', 'mikro-orm'])(
     '%s: the killed attempt leaves nothing, the next one commits its effect once',
     async (binding) => {
       const [{ id }] = (

@@ -13,6 +13,7 @@ describe('require("nest-delay") from CommonJS', () => {
     'nest-delay/kysely',
     'nest-delay/drizzle',
     'nest-delay/prisma',
+    'nest-delay/mikro-orm',
   ])('loads %s', (name) => {
     const out = execFileSync(
       process.execPath,

@@ -36,7 +36,7 @@ export function callerTransaction(options: TransactionOptions): CallerTransactio
   if (typeof transaction?.rows !== 'function')
     throw new DelayValidationError(
       'transaction',
-      'must be a DelayExecutor ({ rows(text, params) }): nest-delay/pg, /kysely and /drizzle build one',
+      'must be a DelayExecutor ({ rows(text, params) }): nest-delay/pg, /prisma, /kysely, /drizzle and /mikro-orm build one',
     );
   if (afterCommit !== undefined && typeof afterCommit !== 'function')
     throw new DelayValidationError('afterCommit', 'must be a function');
