@@ -26,7 +26,7 @@ const LAYERS = [
   ['retention', `${P}retention/`],
   ['runtime', `${P}runtime/`],
   ['services', `(${SERVICE}|${TOP_ROOT}|${P}admin/)`],
-  // nest-delay/pg, /kysely, /drizzle, /prisma: entries of their own, each the only importer of its ORM.
+  // nest-delay/pg, /kysely, /drizzle, /prisma, /mikro-orm, /cls: entries of their own, each the only importer of its ORM.
   ['bindings', `${P}bindings/`],
   ['admin-module', `${P}admin-module/`],
   ['testing', `${P}testing/`],
@@ -83,9 +83,14 @@ module.exports = {
       name: 'orms-only-in-their-binding',
       severity: 'error',
       comment:
-        'kysely, drizzle-orm and Prisma are optional peers: only their binding (nest-delay/kysely, /drizzle, /prisma) may import one, and nothing imports a binding.',
+        'kysely, drizzle-orm, Prisma, MikroORM and @nestjs-cls are optional peers: only their binding (nest-delay/kysely, /drizzle, /prisma, /mikro-orm, /cls) may import one, and nothing outside bindings/ imports a binding.',
       from: { path: P, pathNot: `${P}bindings/` },
-      to: { path: ['(^|/)node_modules/(kysely|drizzle-orm|@prisma/[^/]+)/', `${P}bindings/`] },
+      to: {
+        path: [
+          '(^|/)node_modules/(kysely|drizzle-orm|@prisma/[^/]+|@mikro-orm/[^/]+|nestjs-cls|@nestjs-cls/[^/]+)/',
+          `${P}bindings/`,
+        ],
+      },
     },
     {
       name: 'package-never-imports-the-app',
@@ -97,7 +102,7 @@ module.exports = {
       name: 'app-uses-the-package-by-name',
       severity: 'error',
       comment:
-        'The app imports nest-delay, nest-delay/testing or nest-delay/admin, never its files nor nest-delay/internal (which is for this repository\'s bench and tests).',
+        "The app imports nest-delay, nest-delay/testing or nest-delay/admin, never its files nor nest-delay/internal (which is for this repository's bench and tests).",
       from: { path: '^src/' },
       to: {
         path: '^packages/nest-delay/src/',

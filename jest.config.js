@@ -11,7 +11,7 @@ export default {
     '^nest-delay$': '<rootDir>/packages/nest-delay/src/index.ts',
     '^nest-delay/testing$': '<rootDir>/packages/nest-delay/src/testing/index.ts',
     '^nest-delay/admin$': '<rootDir>/packages/nest-delay/src/admin-module/index.ts',
-    '^nest-delay/(pg|kysely|drizzle|prisma|mikro-orm)$': '<rootDir>/packages/nest-delay/src/bindings/$1.ts',
+    '^nest-delay/(pg|kysely|drizzle|prisma|mikro-orm|cls)$': '<rootDir>/packages/nest-delay/src/bindings/$1.ts',
     // Not covered by semver: the app's own code reaches engine internals here.
     '^nest-delay/internal$': '<rootDir>/packages/nest-delay/src/internal.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

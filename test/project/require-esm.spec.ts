@@ -14,6 +14,7 @@ describe('require("nest-delay") from CommonJS', () => {
     'nest-delay/drizzle',
     'nest-delay/prisma',
     'nest-delay/mikro-orm',
+    'nest-delay/cls',
   ])('loads %s', (name) => {
     const out = execFileSync(
       process.execPath,

@@ -5,6 +5,7 @@ import type { TaskLimit } from './task-limit.js';
 import type { DelayObserver } from './delay-observer.js';
 import { closest } from './closest-name.js';
 import { UnknownOptionError } from './errors/delay-errors.js';
+import type { TaskContext, TransactionOptions } from './task.types.js';
 
 export interface RetryPolicy {
   /** Attempts before a task is dead-lettered (default 5); a task may set its own. */
@@ -123,6 +124,28 @@ export interface DelayModuleOptions {
    * stops preparing, with a warning that says so.
    */
   preparedStatements?: boolean;
+  /**
+   * A transaction the app holds without passing it (an ambient one, such as
+   * `@nestjs-cls/transactional`'s; `nest-delay/cls` builds this for it):
+   * what a DelayService call joins when it names none, and how a handler
+   * runs so that the ambient transaction is its claim's (docs/bindings.md).
+   */
+  ambientTransaction?: AmbientTransaction;
+}
+
+/** An ambient transaction, as the engine joins and provides it. */
+export interface AmbientTransaction {
+  /**
+   * The transaction a DelayService call joins when it gives neither
+   * `manager` nor `transaction`, or undefined when none is open (the call
+   * then writes on its own, as without this option).
+   */
+  current(): TransactionOptions | undefined;
+  /**
+   * Runs a handler (`run`, once) with its claim's transaction, in `context`,
+   * as the ambient one, and returns what `run` returns.
+   */
+  runHandler<T>(context: TaskContext, run: () => Promise<T>): Promise<T>;
 }
 
 /** A pg Pool, as far as the engine uses one (pg's own `Pool` is one). */
@@ -149,10 +172,11 @@ function keysOf<T>() {
 }
 
 const MODULE_KEYS = keysOf<DelayModuleOptions>()(
-  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements connection',
+  'tickMs slots window concurrency batchSize handlersPerClaim lease loadPageSize retry instanceId allowUnknownTypes shutdownTimeout handlerTimeout retention observer tracing preparedStatements connection ambientTransaction',
 );
 const RETRY_KEYS = keysOf<RetryPolicy>()('maxAttempts baseDelay maxDelay jitter');
 const RETENTION_KEYS = keysOf<RetentionPolicy>()('finished dead interval');
+const AMBIENT_KEYS = keysOf<AmbientTransaction>()('current runHandler');
 const OBSERVER_KEYS = keysOf<DelayObserver>()(
   'onScheduled onCancelled onExecuted onFailed onDeadLettered onSnoozed onClaim',
 );
@@ -321,7 +345,18 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}) {
     observer: observerOption(options.observer),
     tracing: booleanOption(options.tracing, 'tracing', true),
     preparedStatements: booleanOption(options.preparedStatements, 'preparedStatements', true),
+    ambientTransaction: ambientOption(options.ambientTransaction),
   };
+}
+
+function ambientOption(ambient: AmbientTransaction | undefined): AmbientTransaction | undefined {
+  if (ambient === undefined) return undefined;
+  for (const key of AMBIENT_KEYS)
+    if (typeof (ambient as unknown as Record<string, unknown>)?.[key] !== 'function')
+      throw new TypeError(
+        `DelayModule option ambientTransaction must have the functions ${AMBIENT_KEYS.join(' and ')} (nest-delay/cls builds one); ${key} is ${typeof (ambient as unknown as Record<string, unknown>)?.[key]}`,
+      );
+  return ambient;
 }
 
 function connectionOption(connection: string | DelayPool | undefined) {

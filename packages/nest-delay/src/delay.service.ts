@@ -82,7 +82,7 @@ export class DelayService {
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P>> {
     const req = this.normalize(request);
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const nowMs = this.now();
     const inCaller = caller !== undefined;
     const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
@@ -132,7 +132,7 @@ export class DelayService {
       );
     }
     if (reqs.length === 0) return [];
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const sql = this.db.in(caller);
     const nowMs = this.now();
     // Bulk rows are leased by the statement, each by its own due time against the horizon.
@@ -164,14 +164,14 @@ export class DelayService {
     ref: TaskRef,
     options: TransactionOptions = {},
   ): Promise<DelayedTask<P> | undefined> {
-    const row = await getTask(this.db.in(callerTransaction(options)), checkTaskRef(ref));
+    const row = await getTask(this.db.in(this.caller(options)), checkTaskRef(ref));
     return row ? toTask<P>(row) : undefined;
   }
 
   /** Cancels a pending task; returns it cancelled. */
   async cancel(ref: TaskRef, options: TransactionOptions = {}): Promise<DelayedTask> {
     const checked = checkTaskRef(ref);
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const row = await cancelTask(this.db.in(caller), checked, cancel(), new Date(this.now()));
     const cancelled = actedRow(checked, row, 'cancel');
     followCancel(this.wheel, cancelled.id, caller);
@@ -207,7 +207,7 @@ export class DelayService {
     options: EntityActionOptions = {},
   ): Promise<EntityActionResult> {
     const scope = checkEntityScope(entity, options?.types);
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const rows = await cancelEntityTasks(
       this.db.in(caller),
       scope,
@@ -234,7 +234,7 @@ export class DelayService {
     const scope = checkEntityScope(entity, options?.types);
     const nowMs = this.now();
     const checked = checkEntityMove(move, nowMs);
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const rows = await this.leasing(
       caller,
       rescheduleEntityTasks(
@@ -283,7 +283,7 @@ export class DelayService {
     statement: typeof rescheduleTask,
     transition: (inCaller: boolean) => MoveAction,
   ): Promise<DelayedTask> {
-    const caller = callerTransaction(options);
+    const caller = this.caller(options);
     const sql = this.db.in(caller);
     const write = statement(sql, ref, transition(caller !== undefined), new Date(nowMs));
     const changed = actedRow(ref, await this.leasing(caller, write), action);
@@ -309,6 +309,11 @@ export class DelayService {
   }
 
   /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
+  /** Whose transaction a call writes in: the one it names, else the ambient one, else none. */
+  private caller(options: TransactionOptions): CallerTransaction | undefined {
+    return callerTransaction(options, this.runtime.ctx.options.ambientTransaction);
+  }
+
   private leasing<T>(caller: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
     return caller ? write : this.runtime.writes.track(write);
   }

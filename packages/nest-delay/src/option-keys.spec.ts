@@ -105,3 +105,18 @@ describe('an unknown task type', () => {
     );
   });
 });
+
+describe('the ambientTransaction option', () => {
+  it('takes an object with current and runHandler, and names what is missing', () => {
+    const ambient = {
+      current: () => undefined,
+      runHandler: <T>(_: unknown, run: () => Promise<T>) => run(),
+    };
+    expect(resolveDelayOptions({ ambientTransaction: ambient }).ambientTransaction).toBe(ambient);
+    expect(() =>
+      resolveDelayOptions({ ambientTransaction: { current: () => undefined } as never }),
+    ).toThrow(
+      /ambientTransaction must have the functions current and runHandler .*runHandler is undefined/,
+    );
+  });
+});

@@ -7,7 +7,7 @@ import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js'
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/claim-connection.js';
 import { TaskOutcome } from '../task-outcome.js';
-import type { ClaimClient, TaskId } from '../task.types.js';
+import type { ClaimClient, TaskContext, TaskId } from '../task.types.js';
 import { toTask, type TaskRow } from '../tasks/task-row.js';
 import {
   complete,
@@ -79,31 +79,31 @@ export class AttemptRunner {
     const { sql } = connection;
     // One statement, one result: the array form is for scripts, which handlers do not send here.
     const client = connection.client as unknown as ClaimClient;
-    const { instanceId } = this.ctx.options;
+    const { instanceId, ambientTransaction: ambient } = this.ctx.options;
     let returned: unknown;
     try {
       returned = await withDeadline(
         (controller) => {
+          const context: TaskContext = {
+            task: toTask(row),
+            get manager() {
+              if (!manager) throw new Error(noManager());
+              return manager;
+            },
+            sql,
+            client,
+            attempt: row.attempts,
+            instanceId,
+            occurrence,
+            // Built when read (see withDeadline): most handlers never look.
+            get signal() {
+              return controller.signal;
+            },
+          };
+          const handle = () => handler.fn(row.payload, context);
           // In the task's scope: whatever the handler logs names the task.
           const running = scope.run(scopeOf(row), () =>
-            call(spans, row.id, () =>
-              handler.fn(row.payload, {
-                task: toTask(row),
-                get manager() {
-                  if (!manager) throw new Error(noManager());
-                  return manager;
-                },
-                sql,
-                client,
-                attempt: row.attempts,
-                instanceId,
-                occurrence,
-                // Built when read (see withDeadline): most handlers never look.
-                get signal() {
-                  return controller.signal;
-                },
-              }),
-            ),
+            call(spans, row.id, ambient ? () => ambient.runHandler(context, async () => handle()) : handle),
           );
           onStart?.(row);
           return running;

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { DelayValidationError } from '../errors/delay-errors.js';
+import type { AmbientTransaction } from '../delay.options.js';
 import type { DelayExecutor, TransactionOptions } from '../task.types.js';
 
 /**
@@ -17,8 +18,24 @@ export class ForeignTransaction {
 /** The caller's transaction as the engine passes it around; undefined: none, the pool's. */
 export type CallerTransaction = EntityManager | ForeignTransaction;
 
-/** `{ manager }` or `{ transaction, afterCommit }`, checked: whose transaction a call writes in. */
-export function callerTransaction(options: TransactionOptions): CallerTransaction | undefined {
+/**
+ * `{ manager }` or `{ transaction, afterCommit }`, checked: whose transaction
+ * a call writes in. A call that names none joins the ambient transaction,
+ * when the module has one (its `ambientTransaction` option) and it is open.
+ */
+export function callerTransaction(
+  options: TransactionOptions,
+  ambient?: AmbientTransaction,
+): CallerTransaction | undefined {
+  if (
+    ambient &&
+    options.manager === undefined &&
+    options.transaction === undefined &&
+    options.afterCommit === undefined
+  ) {
+    const current = ambient.current();
+    if (current) return callerTransaction(current);
+  }
   const { manager, transaction, afterCommit } = options;
   if (transaction === undefined) {
     if (afterCommit !== undefined)
