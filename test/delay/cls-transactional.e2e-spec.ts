@@ -22,6 +22,9 @@ import {
 } from 'nest-delay';
 import { clsAmbientTransaction, withClaimTransactions } from 'nest-delay/cls';
 import { prismaOn, prismaTransaction } from 'nest-delay/prisma';
+import { drizzleOn, drizzleTransaction } from 'nest-delay/drizzle';
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { bigint, integer, pgTable } from 'drizzle-orm/pg-core';
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import {
   createTestDatabase,
@@ -40,6 +43,8 @@ const { ClsModule } = await import('nestjs-cls');
 const { ClsPluginTransactional, Propagation, TransactionHost } =
   await import('@nestjs-cls/transactional');
 const { TransactionalAdapterPrisma } = await import('@nestjs-cls/transactional-adapter-prisma');
+const { TransactionalAdapterDrizzleOrm } =
+  await import('@nestjs-cls/transactional-adapter-drizzle-orm');
 const { TransactionalAdapterTypeOrm } = await import('@nestjs-cls/transactional-adapter-typeorm');
 type TransactionHost = InstanceType<typeof TransactionHost>;
 
@@ -129,6 +134,47 @@ const prisma: Stack<PrismaTx> = {
   migrate: (url) => migrateDelaySchema(url),
 };
 
+const effect = pgTable('effect', {
+  taskId: bigint('task_id', { mode: 'bigint' }).notNull(),
+  attempt: integer('attempt').notNull(),
+});
+const DRIZZLE = Symbol('drizzle');
+
+/** drizzle on node-postgres, as the app provides it (the adapter's drizzleInstanceToken). */
+@Module({})
+class DrizzleModule implements OnModuleDestroy {
+  constructor(@Inject(DRIZZLE) private readonly db: NodePgDatabase & { $client: pg.Pool }) {}
+
+  static on(url: string): DynamicModule {
+    return {
+      module: DrizzleModule,
+      global: true,
+      providers: [
+        {
+          provide: DRIZZLE,
+          useFactory: () => drizzle({ client: new pg.Pool({ connectionString: url, max: 2 }) }),
+        },
+      ],
+      exports: [DRIZZLE],
+    };
+  }
+
+  onModuleDestroy() {
+    return this.db.$client.end();
+  }
+}
+
+const drizzleStack: Stack<NodePgDatabase> = {
+  orm: (url) => [DrizzleModule.on(url)],
+  adapter: () => new TransactionalAdapterDrizzleOrm({ drizzleInstanceToken: DRIZZLE }) as never,
+  claimTx: (context) => drizzleOn(context),
+  join: (tx) => ({ transaction: drizzleTransaction(tx) }),
+  insert: (tx, row) =>
+    tx.insert(effect).values({ taskId: BigInt(row.taskId), attempt: row.attempt }),
+  delay: (url) => ({ connection: url }),
+  migrate: (url) => migrateDelaySchema(url),
+};
+
 let stack: Stack<any>;
 /** Between the handler's write and its end; set by a test. */
 let afterWrite: ((context: TaskContext) => Promise<void>) | undefined;
@@ -198,10 +244,11 @@ function boot(url: string): Promise<TestingModule> {
 describeWithServer.each([
   ['TypeORM', typeorm],
   ['Prisma', prisma],
+  ['Drizzle', drizzleStack],
 ] as const)('nest-delay/cls with @nestjs-cls/transactional on %s', (_name, under) => {
   let db: TestDatabase;
   let moduleRef: TestingModule;
-  let outside: pg.Pool;
+  let outside: pg.Client;
   let delay: DelayService;
   let txHost: TransactionHost;
   let tester: DelayTester;
@@ -219,7 +266,8 @@ describeWithServer.each([
   beforeAll(async () => {
     stack = under;
     db = await createTestDatabase();
-    outside = new pg.Pool({ connectionString: db.url, max: 2 });
+    outside = new pg.Client({ connectionString: db.url });
+    await outside.connect();
     await outside.query(`CREATE TABLE effect (
       id bigserial PRIMARY KEY, task_id bigint NOT NULL, instance text NOT NULL DEFAULT 'cls',
       attempt int NOT NULL, at timestamptz NOT NULL DEFAULT now())`);

@@ -12,6 +12,7 @@ import {
 import { DelayTester, ManualClock, useManualClock } from 'nest-delay/testing';
 import { pgTransaction } from 'nest-delay/pg';
 import {
+  adminUrl,
   behindPooler,
   createTestDatabase,
   describeWithServer,
@@ -148,6 +149,35 @@ describeWithServer('DelayModule without TypeORM (its connection option)', () => 
         if (!behindPooler) expect(await sessions()).toBe(0);
       } finally {
         await watch.end();
+      }
+    });
+
+    it('on a connection string, lives through its idle connections being ended by the server', async () => {
+      await migrateDelaySchema(db.url);
+      const moduleRef = await boot(db.url);
+      await moduleRef.init();
+      const watch = new pg.Client({ connectionString: adminUrl });
+      await watch.connect();
+      try {
+        const tester = DelayTester.for(moduleRef);
+        await tester.runDue();
+        // Every session of the engine's pool ended, as a restart or a proxy would.
+        await watch.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+           WHERE datname = $1 AND pid <> pg_backend_pid()`,
+          [new URL(db.url).pathname.slice(1)],
+        );
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const task = await moduleRef
+          .get(DelayService)
+          .schedule({ type: 'reads.manager', delay: 0 });
+        await tester.runDue();
+        expect(await moduleRef.get(DelayService).get({ id: task.id })).toMatchObject({
+          state: 'executed',
+        });
+      } finally {
+        await watch.end();
+        await moduleRef.close();
       }
     });
 

@@ -157,8 +157,12 @@ export function openDatabase(
   prepared: PreparedStatements,
 ): Database {
   if (typeof connection === 'string') {
-    const pool = new pg.Pool({ connectionString: connection }) as unknown as PgPool;
-    return Database.onPool(pool, true, prepared);
+    const pool = new pg.Pool({ connectionString: connection });
+    // An idle client the server ended (a restart, a failover, a proxy's idle
+    // timeout, a DROP DATABASE) is reported on the pool, which has already
+    // let it go; without a listener that report would end the process.
+    pool.on('error', ignoreConnectionError);
+    return Database.onPool(pool as unknown as PgPool, true, prepared);
   }
   if (connection) return Database.onPool(connection as PgPool, false, prepared);
   if (dataSource) return Database.onDataSource(dataSource, prepared);
@@ -175,7 +179,7 @@ function clientSql(client: PgClient): Sql {
 
 const GUARDED = new WeakSet<object>();
 
-/** The server ended the session: the next statement on the connection reports it. */
+/** The server ended the session: the next statement on the connection reports it (or the pool opens another). */
 function ignoreConnectionError(): void {}
 
 function guard(client: PgClient): void {
