@@ -13,10 +13,11 @@ import {
 } from './delay.module-definition.js';
 import { DelayExplorer } from './delay.explorer.js';
 import {
-  assertKnownAsyncOptions,
   resolveDelayOptions,
+  type DelayModuleOptions,
   type ResolvedDelayOptions,
 } from './delay.options.js';
+import { assertKnownAsyncOptions, assertKnownOptions } from './option-keys.js';
 import { DelayService } from './delay.service.js';
 import {
   DELAY_DATABASE,
@@ -45,7 +46,12 @@ import { ScheduleRegistry } from './schedules/schedule-registry.js';
   imports: [DiscoveryModule],
   providers: [
     // Measured before any provider that reads it is built (DatabaseClock).
-    { provide: DELAY_OPTIONS, useFactory: resolveDelayOptions, inject: [DELAY_MODULE_OPTIONS] },
+    {
+      provide: DELAY_OPTIONS,
+      // A misspelt key stops the boot first, naming it; then each value is checked.
+      useFactory: (options: DelayModuleOptions) => resolveDelayOptions(assertKnownOptions(options)),
+      inject: [DELAY_MODULE_OPTIONS],
+    },
     {
       provide: DELAY_DATABASE,
       useFactory: (options: ResolvedDelayOptions, dataSource: DataSource | null) =>

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  assertKnownHandlerOptions,
   resolveBackoff,
   type Backoff,
   type HandlerOptions,
   type ResolvedDelayOptions,
 } from './delay.options.js';
+import { assertKnownHandlerOptions } from './option-keys.js';
 import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';

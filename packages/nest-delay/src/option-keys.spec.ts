@@ -1,8 +1,9 @@
 import {
   assertKnownAsyncOptions,
   assertKnownHandlerOptions,
-  resolveDelayOptions,
-} from './delay.options.js';
+  assertKnownOptions,
+} from './option-keys.js';
+import { resolveDelayOptions } from './delay.options.js';
 import { UnknownTaskTypeError, UnknownOptionError } from './errors/delay-errors.js';
 import { closest } from './closest-name.js';
 
@@ -19,20 +20,20 @@ function thrown(fn: () => unknown): UnknownOptionError {
 
 describe('option keys', () => {
   it('names a misspelt module option and the one it was meant to be', () => {
-    const error = thrown(() => resolveDelayOptions({ tickMS: 50 } as never));
+    const error = thrown(() => assertKnownOptions({ tickMS: 50 } as never));
     expect(error).toBeInstanceOf(TypeError);
     expect(error).toMatchObject({ where: 'DelayModule', option: 'tickMS', suggestion: 'tickMs' });
     expect(error.message).toMatch(/^DelayModule has no option tickMS; did you mean tickMs\? /);
   });
 
   it('checks the nested policies and the observer, naming the path', () => {
-    expect(() => resolveDelayOptions({ retry: { maxAttempt: 3 } } as never)).toThrow(
+    expect(() => assertKnownOptions({ retry: { maxAttempt: 3 } } as never)).toThrow(
       /^DelayModule has no option retry.maxAttempt; did you mean retry.maxAttempts\? Its options under retry: maxAttempts, baseDelay, maxDelay, jitter\.$/,
     );
-    expect(() => resolveDelayOptions({ retention: { finish: '1d' } } as never)).toThrow(
+    expect(() => assertKnownOptions({ retention: { finish: '1d' } } as never)).toThrow(
       /has no option retention.finish; did you mean retention.finished\?/,
     );
-    expect(() => resolveDelayOptions({ observer: { onExecute: () => {} } } as never)).toThrow(
+    expect(() => assertKnownOptions({ observer: { onExecute: () => {} } } as never)).toThrow(
       /has no option observer.onExecute; did you mean observer.onExecuted\?/,
     );
   });
@@ -43,11 +44,13 @@ describe('option keys', () => {
       onExecuted() {}
       flush() {}
     }
-    expect(resolveDelayOptions({ observer: new Metrics() }).observer).toBeInstanceOf(Metrics);
+    expect(
+      resolveDelayOptions(assertKnownOptions({ observer: new Metrics() })).observer,
+    ).toBeInstanceOf(Metrics);
   });
 
   it('suggests nothing for a key far from every option', () => {
-    const error = thrown(() => resolveDelayOptions({ pollInterval: 5 } as never));
+    const error = thrown(() => assertKnownOptions({ pollInterval: 5 } as never));
     expect(error.suggestion).toBeUndefined();
     expect(error.message).toMatch(
       /^DelayModule has no option pollInterval\. Its options: tickMs, /,
@@ -55,7 +58,7 @@ describe('option keys', () => {
   });
 
   it('tells a factory that returns an extra to give it to forRootAsync', () => {
-    expect(() => resolveDelayOptions({ dataSource: 'jobs' } as never)).toThrow(
+    expect(() => assertKnownOptions({ dataSource: 'jobs' } as never)).toThrow(
       /DelayModule has no option dataSource\. dataSource shapes the module itself: give it to forRootAsync beside useFactory/,
     );
   });

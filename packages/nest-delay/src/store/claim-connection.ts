@@ -2,22 +2,17 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { DelayExecutor } from '../task.types.js';
 
 /**
- * A claim's connection: one pooled pg connection (under a TypeORM runner when
- * the engine runs on a DataSource), on which the claim drives its transaction by hand. This file also holds
- * everything nest-delay relies on in TypeORM and `pg` beyond their public
- * API; `typeorm-seam.e2e-spec.ts` (test/delay) checks each against the
- * installed versions and fails, naming the assumption, the day an upgrade
- * changes one.
- *
- * Why by hand: the claim sends BEGIN with its attempt note, and COMMIT with
- * the note's unlock, each in one message. Behind a pooler in transaction
- * mode that is what keeps the note's session lock with the claim's server
- * session (the session is never idle outside a transaction between the two),
- * and it spares a claim of one task two round trips. It then leaves the
- * runner's books as TypeORM's own startTransaction / commitTransaction
- * would, events included, so that handlers writing through the runner's
- * manager, and subscribers such as AfterCommit, see an ordinary TypeORM
- * transaction.
+ * A claim's connection: one pooled pg connection (under a TypeORM runner on a
+ * DataSource) on which the claim drives its transaction by hand: BEGIN goes
+ * with the attempt note and COMMIT with the note's unlock, each in one
+ * message, so that behind a pooler in transaction mode the note's session
+ * lock stays with the claim's server session, and a claim of one task saves
+ * two round trips. The runner's books are left as TypeORM's own
+ * start/commitTransaction would leave them, events included: handlers and
+ * subscribers (AfterCommit) see an ordinary TypeORM transaction. Everything
+ * relied on in TypeORM and `pg` beyond their public API is here, each
+ * assumption checked against the installed versions by
+ * test/delay/typeorm-seam.e2e-spec.ts.
  */
 
 /** What `pg` hands back: the rows of any statement, RETURNING included, and its command tag. */
@@ -112,10 +107,7 @@ export function assertIds(ids: string[]): void {
 
 /** A pooled connection for one claim transaction at a time. */
 export interface ClaimConnection {
-  /**
-   * TypeORM's runner on this connection when the engine runs on a DataSource:
-   * its manager is what handlers write through (TaskContext.manager).
-   */
+  /** TypeORM's runner on this connection (on a DataSource): handlers write through its manager. */
   readonly runner: QueryRunner | undefined;
   /** The pg client under it, for handlers that write through their own ORM (TaskContext.client). */
   readonly client: PgClient;
@@ -142,15 +134,12 @@ export interface ClaimConnection {
    */
   commit(after: string): Promise<boolean>;
   /**
-   * The savepoints of a savepoint pass, one a task, each step one round trip:
-   * `first` takes the first task's; `next` checks the deferred constraints of
-   * the task before (see DEFERRED_CHECK), releases its savepoint and takes the
-   * next one's; `last` checks and releases the last task's. A failed check
-   * leaves the task's savepoint aborted, for rollbackToSavepoint, then the
-   * same step again (without deferrable constraints the check costs only its
-   * commands). `probe`, a statement whose one boolean says
-   * whether to go on, is sent last in the same round trip; its answer is
-   * returned (true without one).
+   * A savepoint pass's steps, one round trip each: `first` takes the first
+   * task's savepoint; `next` checks the task before's deferred constraints
+   * (DEFERRED_CHECK), releases its savepoint and takes the next; `last`
+   * checks and releases. A failed check leaves the savepoint aborted, for
+   * rollbackToSavepoint and the same step again. `probe` (one boolean: go
+   * on?) is sent last in the same round trip; returns its answer, else true.
    */
   savepoint(step: 'first' | 'next' | 'last', probe?: string): Promise<boolean>;
   /** Undoes the current task's writes: back to its savepoint, still open. */
