@@ -223,16 +223,17 @@ export function bindingCases(fixture: ReturnType<typeof useBindingApp>): void {
 }
 
 /**
- * The case of a binding whose ORM opens a transaction of its own on the
- * claim's connection (`open`, in the handler): its BEGIN is refused (as the
- * ORM reports `verb`), the attempt fails and nothing commits early.
+ * The case of a binding whose ORM, in the handler (`open`), opens a
+ * transaction of its own on the claim's connection or ends the claim's: the
+ * statement is refused (as the ORM reports `verb`), the attempt fails and
+ * nothing commits early.
  */
 export function refusesOwnTransaction(
   fixture: ReturnType<typeof useBindingApp>,
   verb: string,
   open: (context: TaskContext) => Promise<unknown>,
 ): void {
-  it(`refuses a ${verb === 'BEGIN' ? '$transaction' : 'transaction'} of its own on the claim's connection: the attempt fails, nothing commits early`, async () => {
+  it(`refuses "${verb}" on the claim's connection (the ORM's own transaction, or an end of the claim's): the attempt fails, nothing commits early`, async () => {
     const { t } = fixture;
     handlerHooks.afterWrite = async (context) => {
       if (context.attempt === 1) await open(context);

@@ -7,6 +7,7 @@ import {
   bindingCases,
   effectRow,
   handlerHooks,
+  refusesOwnTransaction,
   useBindingApp,
   type BindingUnderTest,
 } from './binding-cases.js';
@@ -66,24 +67,10 @@ describeWithServer('nest-delay/mikro-orm', () => {
     expect(() => mikroOrmTransaction(em)).toThrow(/not inside a transaction.*em.transactional/);
   });
 
-  it('in a handler, em.commit() is refused: the attempt fails, nothing commits early', async () => {
-    const { t, binding } = fixture as unknown as {
-      t: typeof fixture.t;
-      binding: ReturnType<typeof mikroOrmBinding>;
-    };
-    handlerHooks.afterWrite = async (context) => {
-      if (context.attempt === 1) await (await mikroOrmOn(context, await binding.em())).commit();
-    };
-    const task = await t.delay.schedule({ type: 'binding.effect', delay: 0 });
-    await t.tester.runDue();
-    expect(await t.effects(task.id)).toBe(0);
-    const failed = await t.delay.get({ id: task.id });
-    expect(failed).toMatchObject({ state: 'pending', attempts: 1 });
-    expect(failed!.lastError).toContain(
-      `"COMMIT" refused: a handler runs inside its claim's transaction`,
-    );
-    await t.tester.advance('10s');
-    expect(await t.effects(task.id)).toBe(1);
+  // em.commit() of the fork would end the claim's transaction.
+  refusesOwnTransaction(fixture, 'COMMIT', async (context) => {
+    const { binding } = fixture as unknown as { binding: ReturnType<typeof mikroOrmBinding> };
+    await (await mikroOrmOn(context, await binding.em())).commit();
   });
 
   it('in a handler, em.transactional is a savepoint of the claim: a failing one undoes its own writes only', async () => {

@@ -3,7 +3,7 @@ import {
   Injectable,
   Module,
   type DynamicModule,
-  type OnModuleDestroy,
+  type InjectionToken,
 } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -90,34 +90,39 @@ const typeorm: Stack<EntityManager> = {
   delay: () => ({}),
 };
 
-/** Prisma's client, as the app provides it (the adapter's prismaInjectionToken), disconnected at close. */
+/** An app's ORM client as a global provider under `token`, closed when the app closes. */
 @Module({})
-class PrismaModule implements OnModuleDestroy {
-  constructor(@Inject(PrismaClient) private readonly client: PrismaClient) {}
-
-  static on(url: string): DynamicModule {
+class ClientModule {
+  static of<T>(
+    token: InjectionToken,
+    create: () => T,
+    close: (client: T) => Promise<unknown>,
+  ): DynamicModule {
     return {
-      module: PrismaModule,
+      module: ClientModule,
       global: true,
       providers: [
+        { provide: token, useFactory: create },
         {
-          provide: PrismaClient,
-          useFactory: () =>
-            new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 2 }) }),
+          provide: `${String(token)} closer`,
+          useFactory: (client: T) => ({ onModuleDestroy: () => close(client) }),
+          inject: [token],
         },
       ],
-      exports: [PrismaClient],
+      exports: [token],
     };
-  }
-
-  onModuleDestroy() {
-    return this.client.$disconnect();
   }
 }
 
 type PrismaTx = Pick<PrismaClient, 'effect' | '$queryRawUnsafe'>;
 const prisma: Stack<PrismaTx> = {
-  orm: (url) => [PrismaModule.on(url)],
+  orm: (url) => [
+    ClientModule.of(
+      PrismaClient,
+      () => new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 2 }) }),
+      (client) => client.$disconnect(),
+    ),
+  ],
   adapter: () => new TransactionalAdapterPrisma({ prismaInjectionToken: PrismaClient }) as never,
   claimTx: (context) => prismaOn(context, (adapter) => new PrismaClient({ adapter })),
   join: (tx) => ({ transaction: prismaTransaction(tx) }),
@@ -140,32 +145,14 @@ const effect = pgTable('effect', {
 });
 const DRIZZLE = Symbol('drizzle');
 
-/** drizzle on node-postgres, as the app provides it (the adapter's drizzleInstanceToken). */
-@Module({})
-class DrizzleModule implements OnModuleDestroy {
-  constructor(@Inject(DRIZZLE) private readonly db: NodePgDatabase & { $client: pg.Pool }) {}
-
-  static on(url: string): DynamicModule {
-    return {
-      module: DrizzleModule,
-      global: true,
-      providers: [
-        {
-          provide: DRIZZLE,
-          useFactory: () => drizzle({ client: new pg.Pool({ connectionString: url, max: 2 }) }),
-        },
-      ],
-      exports: [DRIZZLE],
-    };
-  }
-
-  onModuleDestroy() {
-    return this.db.$client.end();
-  }
-}
-
 const drizzleStack: Stack<NodePgDatabase> = {
-  orm: (url) => [DrizzleModule.on(url)],
+  orm: (url) => [
+    ClientModule.of(
+      DRIZZLE,
+      () => drizzle({ client: new pg.Pool({ connectionString: url, max: 2 }) }),
+      (db) => db.$client.end(),
+    ),
+  ],
   adapter: () => new TransactionalAdapterDrizzleOrm({ drizzleInstanceToken: DRIZZLE }) as never,
   claimTx: (context) => drizzleOn(context),
   join: (tx) => ({ transaction: drizzleTransaction(tx) }),
