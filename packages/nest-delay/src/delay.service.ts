@@ -308,12 +308,12 @@ export class DelayService {
     return this.runtime.wheel;
   }
 
-  /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
   /** Whose transaction a call writes in: the one it names, else the ambient one, else none. */
   private caller(options: TransactionOptions): CallerTransaction | undefined {
     return callerTransaction(options, this.runtime.ctx.options.ambientTransaction);
   }
 
+  /** A write on the pool may lease its tasks here (one in the caller's transaction never does): a stop waits for it. */
   private leasing<T>(caller: CallerTransaction | undefined, write: Promise<T>): Promise<T> {
     return caller ? write : this.runtime.writes.track(write);
   }
