@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
-import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { Provider } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type Provider } from '@nestjs/common';
 import type { DelayModuleOptions } from './delay.options.js';
 import { DELAY_DATA_SOURCE } from './delay.tokens.js';
 

@@ -20,7 +20,7 @@ import {
   rescheduleTask,
   reviveTask,
 } from './tasks/action-statements.js';
-import { toTask } from './tasks/task-row.js';
+import { toTask, type TaskRow } from './tasks/task-row.js';
 import {
   cancel,
   cancelEntity,
@@ -40,7 +40,6 @@ import {
 import { checkTaskRef } from './task-ref.js';
 import { statsSnapshot, type DelayStats } from './delay-stats.js';
 import { callerTransaction, type CallerTransaction } from './store/caller-transaction.js';
-import type { TaskRow } from './tasks/task-row.js';
 import type {
   BulkScheduleResult,
   DelayedTask,

@@ -27,7 +27,7 @@ export type {
 } from './admin/admin.types.js';
 export type { StateCount, TaskCounts } from './admin/task-counts.js';
 export type { EntityTimeline, TimelineEntry } from './admin/entity-timeline.js';
-export type { TaskEventName } from './tasks/task-sql.js';
+export type { TaskEventName } from './tasks/task-row.js';
 export { DelayedTaskHandler } from './delayed-task-handler.decorator.js';
 export {
   defineTask,

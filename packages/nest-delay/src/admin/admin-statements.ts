@@ -1,6 +1,5 @@
-import { PENDING } from '../tasks/task-sql.js';
+import { PENDING, type TaskRow } from '../tasks/task-row.js';
 import type { Sql } from '../store/sql.js';
-import type { TaskRow } from '../tasks/task-row.js';
 import type { TaskFilter } from '../tasks/task-statements.js';
 import type { TaskId, TaskState } from '../task.types.js';
 

@@ -1,6 +1,5 @@
 import type { Sql } from '../store/sql.js';
-import { toTask, type TaskRow } from '../tasks/task-row.js';
-import type { TaskEventName } from '../tasks/task-sql.js';
+import { toTask, type TaskRow, type TaskEventName } from '../tasks/task-row.js';
 import type { DelayedTask, TaskId } from '../task.types.js';
 
 /** One step of an entity's timeline. */

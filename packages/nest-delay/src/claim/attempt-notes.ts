@@ -1,7 +1,6 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING_BY_ID, pendingIn } from '../tasks/task-sql.js';
+import { PENDING_BY_ID, pendingIn, type TaskRow } from '../tasks/task-row.js';
 import type { Sql } from '../store/sql.js';
-import type { TaskRow } from '../tasks/task-row.js';
 import { FORGET_STOPPED_INTERVAL_MS, FORGET_STOPPED_TRIES } from '../context/tuning.js';
 import { ATTEMPT_LOCK_CLASS, attemptLockKey } from './claim-statements.js';
 

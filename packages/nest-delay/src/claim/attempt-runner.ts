@@ -8,7 +8,7 @@ import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/claim-connection.js';
 import { TaskOutcome } from '../task-outcome.js';
 import type { ClaimClient, TaskContext, TaskId } from '../task.types.js';
-import { toTask, type TaskRow } from '../tasks/task-row.js';
+import { toTask, type TaskRow, type ClaimRow } from '../tasks/task-row.js';
 import {
   complete,
   discard,
@@ -19,7 +19,6 @@ import {
   type TransitionRules,
 } from '../tasks/task-transitions.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
-import type { ClaimRow } from '../tasks/task-row.js';
 
 /** The task whose handler (or outcome) the current code runs for. */
 export interface CurrentTask {
@@ -103,7 +102,11 @@ export class AttemptRunner {
           const handle = () => handler.fn(row.payload, context);
           // In the task's scope: whatever the handler logs names the task.
           const running = scope.run(scopeOf(row), () =>
-            call(spans, row.id, ambient ? () => ambient.runHandler(context, async () => handle()) : handle),
+            call(
+              spans,
+              row.id,
+              ambient ? () => ambient.runHandler(context, async () => handle()) : handle,
+            ),
           );
           onStart?.(row);
           return running;

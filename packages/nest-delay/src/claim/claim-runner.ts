@@ -1,7 +1,7 @@
 import { DatabaseClock } from '../clock/index.js';
 import { errorText } from '../delay.messages.js';
 import { retryDelayMs } from '../delay.options.js';
-import type { TaskWheel } from '../firing/task-wheel.js';
+import { type TaskWheel, followFate } from '../firing/task-wheel.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { LimitGate } from '../limits/limit-gate.js';
 import type { LineClaim } from '../limits/gate-claims.js';
@@ -17,7 +17,6 @@ import {
 import type { TaskId } from '../task.types.js';
 import type { Sql } from '../store/sql.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
-import { followFate } from '../firing/task-wheel.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { forgetAttempts, forgetOnceUnlocked } from './attempt-notes.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';

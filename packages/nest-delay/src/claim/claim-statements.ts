@@ -1,12 +1,11 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING_BY_ID, startedEvents } from '../tasks/task-sql.js';
 import {
   assertIds,
   type ClaimConnection,
   type ScriptStatements,
 } from '../store/claim-connection.js';
 import type { Sql } from '../store/sql.js';
-import type { ClaimRow } from '../tasks/task-row.js';
+import { PENDING_BY_ID, named, recordEvents, traceIdOf, type ClaimRow } from '../tasks/task-row.js';
 import { WITHDRAWN } from '../tasks/task-transitions.js';
 
 /* The claim's statements: its attempt note, the claim itself, and its verdict on an occurrence of a recurring schedule. */
@@ -61,6 +60,16 @@ export const withdrawOccurrences = (due: string, now: string) => `UPDATE delayed
        SET cancelled_at = ${now}, last_error = d.withdrawn, locked_by = NULL, updated_at = ${now}
        FROM ${due} d WHERE t.id = d.id AND d.withdrawn IS NOT NULL
        RETURNING t.id, t.schedule_name, d.withdrawn AS reason`;
+
+/** The claim's event: an attempt of each claimed task with an entity started, on `instance`. */
+const startedEvents = (claimed: string, now: string, instance: string) =>
+  recordEvents(claimed, {
+    event: named('started'),
+    at: now,
+    attempt: 'attempts',
+    traceId: traceIdOf('trace_context'),
+    instance,
+  });
 
 /** What one claim statement took, and what it left for a claim of its own. */
 export interface Claimed {

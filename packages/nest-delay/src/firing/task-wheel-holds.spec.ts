@@ -7,8 +7,7 @@ import { ManualClock } from '../testing/manual-clock.js';
 import type { TaskRow } from '../tasks/task-row.js';
 import type { Fate } from '../tasks/task-transitions.js';
 import { WindowPolicy } from '../tasks/window-policy.js';
-import { followCancel, followFate, followWrite } from './task-wheel.js';
-import { TaskWheel } from './task-wheel.js';
+import { followCancel, followFate, followWrite, TaskWheel } from './task-wheel.js';
 
 describe('which tasks the wheel holds (firing/holds)', () => {
   function setup() {

@@ -2,12 +2,14 @@ import {
   DueQueue,
   TimingWheel,
   wheelCensus,
+  type DueEntry,
   type EntryId,
   type WheelCensus,
 } from '../wheel/index.js';
+import type { Clock, TimerHandle } from '../clock/index.js';
+import { HANDOUT } from '../context/tuning.js';
 import type { TaskId } from '../task.types.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
-import { TickDriver } from './tick-driver.js';
 import { errorText } from '../delay.messages.js';
 import type { CallerTransaction } from '../store/caller-transaction.js';
 import { stateOf, type TaskRow } from '../tasks/task-row.js';
@@ -16,12 +18,7 @@ import type { Fate } from '../tasks/task-transitions.js';
 /** Decimal digits that always make a safe integer, with no leading zero. */
 const SAFE_DECIMAL = /^(?:0|[1-9][0-9]{0,14})$/;
 
-/**
- * The wheel's key for a task id: the number, when the id is a plain decimal
- * (Postgres' bigint ids are), else the string. A number up to 2^31 sits in
- * the key column itself; a string is one more heap object per task held
- * (~24 bytes: 1.1 MB of a 50,000-task wheel).
- */
+/** The wheel's key for a task id: the number, when the id is a plain decimal (Postgres' bigint ids are), else the string (one more heap object an entry). */
 function keyOf(id: TaskId): EntryId {
   return SAFE_DECIMAL.test(id) ? Number(id) : id;
 }
@@ -35,12 +32,9 @@ export interface FiredTask {
 /**
  * This instance's tasks due within its window, in memory: the timing wheel,
  * the queue where the next tick's tasks wait for their exact time, and the
- * driver that moves both with the clock. Fired tasks go to `fire` (the
- * dispatcher, which sends those of limited types to the limit gate and the
- * rest to its claim queue); no task work runs on the timer.
- *
- * Each entry keeps its task's type, interned: 8 bytes an entry (a reference
- * to the one string of its type), no object per entry.
+ * driver (below) that moves both with the clock. Fired tasks go to `fire`
+ * (the dispatcher); no task work runs on the timer. Each entry keeps its
+ * task's type, interned: a reference to the one string of its type.
  */
 export class TaskWheel implements LifecycleService {
   private readonly wheel: TimingWheel<string | undefined>;
@@ -139,6 +133,161 @@ export class TaskWheel implements LifecycleService {
   }
 }
 
+// ---------------------------------------------------------------- the tick driver
+export interface TickDriverOptions<V> {
+  wheel: TimingWheel<V>;
+  /** Where entries wait, taken out of the wheel up to a tick ahead, for their exact time. */
+  queue: DueQueue<V>;
+  clock: Clock;
+  /** Receives each non-empty batch, earliest first. Runs on the timer: hand work off, don't do it. */
+  onDue: (entries: DueEntry<V>[]) => void;
+  /** Called with whatever `onDue` throws; the driver keeps going either way. */
+  onError?: (error: unknown) => void;
+  /** Ticks per `advance` call before yielding to the event loop while catching up. */
+  maxTicksPerBatch?: number;
+}
+
+/**
+ * Fires each entry at its own due time, never before. The wheel places
+ * entries cheaply, however far ahead and however many; as a tick draws near
+ * (within one tick of it) its entries move to the due queue, ordered by time,
+ * and one timer is armed for the earliest. So the tick sets how far ahead the
+ * wheel lets go, not when things fire, and the clock is read only on a wake.
+ * As in Netty's HashedWheelTimer, a wake after a stall processes every tick
+ * it missed, in order, yielding between batches; it never runs task work.
+ */
+export class TickDriver<V> {
+  private readonly wheel: TimingWheel<V>;
+  private readonly queue: DueQueue<V>;
+  private readonly maxTicksPerBatch: number;
+  private isRunning = false;
+  /** From a wake until it sleeps again: the loop re-arms when done. */
+  private processing = false;
+  private timer: TimerHandle | undefined;
+  private immediate: ReturnType<typeof setImmediate> | undefined;
+  private armedAt: number | undefined;
+
+  constructor(private readonly options: TickDriverOptions<V>) {
+    const { maxTicksPerBatch = 1000 } = options;
+    if (!Number.isInteger(maxTicksPerBatch) || maxTicksPerBatch < 1) {
+      throw new RangeError(`maxTicksPerBatch must be a positive integer; got ${maxTicksPerBatch}`);
+    }
+    ({ wheel: this.wheel, queue: this.queue } = options);
+    this.maxTicksPerBatch = maxTicksPerBatch;
+  }
+
+  get running(): boolean {
+    return this.isRunning;
+  }
+
+  start(): void {
+    if (this.isRunning) return;
+    this.isRunning = true;
+    this.sleep();
+  }
+
+  /** Cancels the timer and any pending catch-up batch: nothing fires after this returns. */
+  stop(): void {
+    this.isRunning = false;
+    this.processing = false;
+    this.disarm();
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.immediate = undefined;
+  }
+
+  /** Tells the driver an entry due at `dueAtMs` was just added, in case it sleeps past it. */
+  poke(dueAtMs: number): void {
+    // Mid-batch or catching up, the loop re-arms when done (a timer now could start a second loop).
+    if (!this.isRunning || this.processing) return;
+    const at = this.wakeFor(dueAtMs);
+    if (this.armedAt === undefined || at < this.armedAt) this.arm(at);
+  }
+
+  /**
+   * Hands out what is due by `nowMs` now, whatever the timer is waiting for
+   * (tests that move a ManualClock call this to settle). Returns how many.
+   */
+  runDue(nowMs: number): number {
+    this.take(nowMs);
+    const due = this.queue.popDue(nowMs);
+    if (due.length > 0) this.guard(due);
+    if (this.isRunning && !this.processing) this.sleep();
+    return due.length;
+  }
+
+  /** Moves the entries of the ticks within one tick of `nowMs` to the queue; returns that horizon. */
+  private take(nowMs: number, maxTicks = Infinity): number {
+    const horizon = nowMs + this.wheel.tickMs;
+    for (const entry of this.wheel.advance(horizon, maxTicks)) this.queue.push(entry);
+    return horizon;
+  }
+
+  /** An entry leaves the wheel for the queue once its tick is within one tick of now. */
+  private wakeFor(dueAtMs: number): number {
+    return this.wheel.deadlineOf(this.wheel.dueTickOf(dueAtMs)) - this.wheel.tickMs;
+  }
+
+  private sleep(): void {
+    const nextTick = this.wheel.nextDueTick();
+    const nextInQueue = this.queue.peekDueAtMs();
+    // Nothing held needs no timer at all: idle costs nothing, and poke() wakes us.
+    let at = nextInQueue ?? Infinity;
+    if (nextTick !== undefined)
+      at = Math.min(at, this.wheel.deadlineOf(nextTick) - this.wheel.tickMs);
+    if (at === Infinity) this.disarm();
+    else this.arm(at);
+  }
+
+  private arm(at: number): void {
+    this.disarm();
+    this.armedAt = at;
+    this.timer = this.options.clock.setTimer(at, () => {
+      this.timer = undefined;
+      this.armedAt = undefined;
+      this.processing = true;
+      this.runBatch();
+    });
+  }
+
+  private disarm(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.armedAt = undefined;
+  }
+
+  private runBatch(): void {
+    this.immediate = undefined;
+    if (!this.processing) return;
+    const now = this.options.clock.now();
+    const horizon = this.take(now, this.maxTicksPerBatch);
+    const due = this.queue.popDue(now, HANDOUT);
+    if (due.length > 0) this.guard(due);
+    if (!this.processing) return; // onDue stopped us (and maybe restarted: that loop goes on)
+    const moreDue = due.length === HANDOUT && (this.queue.peekDueAtMs() ?? Infinity) <= now;
+    if (moreDue || this.wheel.currentTick < this.wheel.tickOf(horizon)) {
+      // A burst, or behind after a stall: yield so the first claims start, then hand out the rest.
+      this.immediate = setImmediate(() => this.runBatch());
+    } else {
+      this.processing = false;
+      this.sleep();
+    }
+  }
+
+  /** Runs the caller's onDue; nothing it throws may stop the driver. */
+  private guard(due: DueEntry<V>[]): void {
+    try {
+      this.options.onDue(due);
+    } catch (error) {
+      try {
+        this.options.onError?.(error);
+      } catch {
+        /* reporting failed too: the driver must outlive both */
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the hold rules
 /**
  * Which tasks this instance's wheel holds, and until when: every rule that
  * follows a write, a fate or a cancel, in one file (the loader, the stranded
@@ -156,13 +305,12 @@ export class TaskWheel implements LifecycleService {
  * leaves it held nowhere: no loader takes a leased task, only the safety net
  * (lease/stranded-sweep.ts) or a takeover.
  *
- * The invariant that keeps (issue 45): a pending task leased to a running
- * instance is in its wheel, its claim queue, a claim of its, or its limit
- * gate. So a lease is written only where a hold follows: never for a type
- * with no handler here (the statements that read the type lease only
- * handled ones); never by a write that commits after this instance handed
- * its tasks back (its stop waits for the writes under way); and a claim's
- * fate never lets go of an entry a newer write put back (followFate).
+ * The invariant: a pending task leased to a running instance is in its
+ * wheel, its claim queue, a claim of its, or its limit gate. So a lease is
+ * written only where a hold follows: never for a type not handled here;
+ * never by a write that commits after this instance handed its tasks back
+ * (its stop waits for the writes under way); and a claim's fate never lets
+ * go of an entry a newer write put back (followFate).
  */
 type Holds = Pick<DelayContext, 'policy' | 'clock' | 'afterCommit'>;
 
@@ -220,9 +368,8 @@ export function followCancel(
  * is let go: the task left the wheel when it fired, so an entry found now
  * was put back while its claim ran, by a write of this instance at least as
  * new as the fate (a revive or reschedule that waited for the claim's lock,
- * its reply read first). Letting go of it left the task leased here and held
- * nowhere (issue 45); keeping one that is stale costs a claim that finds it
- * done or moved, which holds it again where it now is.
+ * its reply read first): letting go of it would leave the task leased here
+ * and held nowhere, while a stale one costs only a claim that finds it done.
  */
 export function followFate(wheel: TaskWheel, ctx: Pick<Holds, 'policy'>, fate: Fate): void {
   const pendingAgain = fate.transition === 'retry' || fate.transition === 'snooze';

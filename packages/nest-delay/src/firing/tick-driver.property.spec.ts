@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { ManualClock } from '../testing/manual-clock.js';
 import { DueQueue, TimingWheel, type EntryId } from '../wheel/index.js';
-import { TickDriver } from './tick-driver.js';
+import { TickDriver } from './task-wheel.js';
 
 /**
  * The firing path as TaskWheel drives it (wheel, due queue, driver, timers

@@ -1,6 +1,6 @@
 import { SystemClock, type Clock, type TimerHandle } from '../clock/index.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import { TickDriver } from './tick-driver.js';
+import { TickDriver } from './task-wheel.js';
 import { DueQueue, TimingWheel, type DueEntry, type EntryId } from '../wheel/index.js';
 
 const SECOND = 1_000;

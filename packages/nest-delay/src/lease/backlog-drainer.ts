@@ -1,5 +1,5 @@
 import { errorText } from '../delay.messages.js';
-import { findOverdueUnleased } from '../tasks/task-sql.js';
+import { findOverdueUnleased } from './lease-statements.js';
 import type { DueRow } from '../tasks/task-row.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import type { Dispatcher } from '../claim/dispatcher.js';

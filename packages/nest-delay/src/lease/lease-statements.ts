@@ -1,6 +1,6 @@
-import { PENDING, pendingIn } from '../tasks/task-sql.js';
 import type { Sql } from '../store/sql.js';
-import type { DueRow } from '../tasks/task-row.js';
+import { PENDING, PENDING_BY_ID, pendingIn, type DueRow } from '../tasks/task-row.js';
+import type { TaskId } from '../task.types.js';
 
 /**
  * Renews this instance's lease and, in the same round trip, lists the
@@ -218,5 +218,37 @@ export function findLeasedOverdue(
      ORDER BY due_at, id
      LIMIT $5`,
     [instanceId, dueBy, after?.due_at ?? '-infinity', after?.id ?? '0', limit],
+  );
+}
+
+/** Of fired ids the claim did not take, those still pending: to wait again in the wheel. */
+export function findPendingByIds(sql: Sql, ids: TaskId[]) {
+  return sql.rows<DueRow & { locked_by: string | null }>(
+    `SELECT id, due_at, locked_by FROM delayed_task WHERE id = ANY($1::bigint[]) AND ${PENDING_BY_ID}`,
+    [ids],
+  );
+}
+
+/**
+ * The next page of overdue tasks that no instance holds, in due order after
+ * the keyset `after` (null: from the first). A backlog is fed to the claim by
+ * id like a burst, without first leasing every row into a wheel only to fire
+ * it at once. Reads only: the claim decides who runs a task, so instances
+ * reading the same page cannot run it twice.
+ */
+export function findOverdueUnleased(
+  sql: Sql,
+  now: Date,
+  after: DueRow | null,
+  limit: number,
+  types: readonly string[],
+) {
+  return sql.rows<DueRow & { type: string }>(
+    `SELECT id, due_at, type FROM delayed_task
+     WHERE locked_by IS NULL AND ${PENDING} AND due_at <= $1
+       AND (due_at, id) > ($2::timestamptz, $3::bigint) AND type = ANY($5::text[])
+     ORDER BY due_at, id
+     LIMIT $4`,
+    [now, after?.due_at ?? '-infinity', after?.id ?? '0', limit, types],
   );
 }

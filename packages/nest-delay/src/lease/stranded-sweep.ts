@@ -1,11 +1,10 @@
-import { findPendingByIds } from '../tasks/task-sql.js';
+import { findPendingByIds, findLeasedOverdue } from './lease-statements.js';
 import type { Dispatcher } from '../claim/dispatcher.js';
 import type { TaskWheel } from '../firing/task-wheel.js';
 import type { DelayContext } from '../context/delay-context.js';
 import { STRANDED_MARGIN_MS, STRANDED_PAGE } from '../context/tuning.js';
 import type { TaskId } from '../task.types.js';
 import type { DueRow } from '../tasks/task-row.js';
-import { findLeasedOverdue } from './lease-statements.js';
 
 /**
  * The safety net for the invariant of the hold rules (firing/task-wheel.ts) (a pending task leased

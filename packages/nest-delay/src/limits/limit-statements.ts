@@ -1,8 +1,7 @@
 import type { ResolvedLimit } from '../task-limit.js';
 import type { ScriptStatements } from '../store/claim-connection.js';
 import type { Sql } from '../store/sql.js';
-import { PENDING, PENDING_BY_ID } from '../tasks/task-sql.js';
-import type { DueRow } from '../tasks/task-row.js';
+import { PENDING, PENDING_BY_ID, type DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
 import type { GateClaim } from './gate-line.types.js';
 

@@ -1,5 +1,5 @@
 import { errorText } from '../delay.messages.js';
-import { pruneCredits } from '../limits/credit-statements.js';
+import { pruneCredits } from '../limits/gate-claims.js';
 import { pruneTasks } from './prune-statements.js';
 import type { DelayContext, LifecycleService } from '../context/delay-context.js';
 import { PeriodicRound } from '../context/periodic-round.js';

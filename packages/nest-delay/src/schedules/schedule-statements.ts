@@ -1,5 +1,5 @@
 import type { TaskId } from '../task.types.js';
-import { PENDING } from '../tasks/task-sql.js';
+import { PENDING } from '../tasks/task-row.js';
 import type { Database, Sql } from '../store/sql.js';
 
 /** A row of `delay_schedule`. */

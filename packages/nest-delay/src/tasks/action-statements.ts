@@ -12,8 +12,9 @@ import {
   traceIdOf,
   type EventFields,
   type TaskEventName,
-} from './task-sql.js';
-import { stateOf, type TaskRow } from './task-row.js';
+  stateOf,
+  type TaskRow,
+} from './task-row.js';
 import { REF_MATCH, refParams } from './task-statements.js';
 import type {
   CancelAction,

@@ -2,8 +2,7 @@ import type { Sql } from '../store/sql.js';
 import { CANCELLED } from './action-statements.js';
 import type { EntityActionResult } from '../task.types.js';
 import type { EntityScope } from './entity-request.js';
-import { PENDING, pendingIn, named, recordEvents } from './task-sql.js';
-import { toTask, type TaskRow } from './task-row.js';
+import { PENDING, pendingIn, named, recordEvents, toTask, type TaskRow } from './task-row.js';
 import type { CancelEntityAction, RescheduleEntityAction } from './task-transitions.js';
 
 /**

@@ -1,6 +1,12 @@
 import type { Sql } from '../store/sql.js';
-import { pendingIn, named, recordEvents, traceIdOf, type EventFields } from './task-sql.js';
-import type { TaskRow } from './task-row.js';
+import {
+  pendingIn,
+  named,
+  recordEvents,
+  traceIdOf,
+  type EventFields,
+  type TaskRow,
+} from './task-row.js';
 import type { Charge, Discard, Exhaust, Fate, Retry, Skip, Snooze } from './task-transitions.js';
 
 /**

@@ -2,9 +2,8 @@ import type { NormalizedRequest } from './schedule-request.js';
 import { compareIds } from '../task-ref.js';
 import type { BulkScheduleResult, TaskId } from '../task.types.js';
 import type { WindowPolicy } from './window-policy.js';
-import { PENDING, named, recordEvents, traceIdOf } from './task-sql.js';
+import { PENDING, named, recordEvents, traceIdOf, type TaskRow } from './task-row.js';
 import type { Sql } from '../store/sql.js';
-import type { TaskRow } from './task-row.js';
 import type { TraceCarrier } from '../trace-carrier.js';
 
 /** The event of a new task with an entity, for a CTE over rows inserted at `$now`. */

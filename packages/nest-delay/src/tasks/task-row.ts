@@ -37,7 +37,7 @@ export interface DueRow {
   due_at: Date;
 }
 
-/** The one reading of the state columns; `PENDING` in ./task-sql.ts is its SQL twin. */
+/** The one reading of the state columns; `PENDING` below is its SQL twin. */
 export function stateOf(row: TaskRow): TaskState {
   if (row.executed_at) return 'executed';
   if (row.cancelled_at) return 'cancelled';
@@ -65,3 +65,67 @@ export function toTask<P>(row: TaskRow): DelayedTask<P> {
     updatedAt: row.updated_at,
   };
 }
+
+// ---------------------------------------------------------------- the SQL the statements on delayed_task share
+
+/** A task is pending (will still run) while none of these is set. */
+export const PENDING = `executed_at IS NULL AND cancelled_at IS NULL AND dead_at IS NULL`;
+
+export function pendingIn(alias: string): string {
+  return `${alias}.executed_at IS NULL AND ${alias}.cancelled_at IS NULL AND ${alias}.dead_at IS NULL`;
+}
+
+/**
+ * The same test for look-ups by id, written not to match the partial indexes'
+ * predicate so the planner can only use the primary key: with the plain form
+ * and stale statistics (after a bulk insert) it scans the due-order index.
+ */
+export const PENDING_BY_ID = `num_nulls(executed_at, cancelled_at, dead_at) = 3`;
+
+/**
+ * The history of tasks with an entity (`delay_task_event`): each transition's
+ * statement records its event with this CTE, so it commits or rolls back
+ * with the change; rows without an entity record nothing.
+ */
+export type TaskEventName =
+  | 'scheduled'
+  | 'replaced'
+  | 'debounced'
+  | 'started'
+  | 'retried'
+  | 'snoozed'
+  | 'dead'
+  | 'charged'
+  | 'cancelled'
+  | 'rescheduled'
+  | 'revived';
+
+/**
+ * SQL expressions, over the columns of `rows`, for an event's fields; each
+ * left out is NULL. `event` is an SQL expression too (a literal, or a CASE).
+ */
+export interface EventFields {
+  event: string;
+  at: string;
+  attempt?: string;
+  dueAt?: string;
+  durationMs?: string;
+  detail?: string;
+  traceId?: string;
+  instance?: string;
+}
+
+/** An INSERT (for a CTE) of one event per row of `rows` (with `id`, `entity`) that has an entity. */
+export function recordEvents(rows: string, f: EventFields): string {
+  return `INSERT INTO delay_task_event
+       (task_id, entity, at, event, attempt, due_at, duration_ms, detail, trace_id, instance)
+     SELECT id, entity, ${f.at}, ${f.event}, ${f.attempt ?? 'NULL'}, ${f.dueAt ?? 'NULL'},
+            ${f.durationMs ?? 'NULL'}, ${f.detail ?? 'NULL'}, ${f.traceId ?? 'NULL'}, ${f.instance ?? 'NULL'}
+     FROM ${rows} WHERE entity IS NOT NULL`;
+}
+
+/** The trace id in a `trace_context` (W3C traceparent `00-<trace id>-<span id>-<flags>`), or NULL. */
+export const traceIdOf = (traceContext: string) =>
+  `nullif(split_part(${traceContext}->>'traceparent', '-', 2), '')`;
+
+export const named = (event: TaskEventName) => `'${event}'`;

@@ -1,7 +1,6 @@
 import type { TaskId, TaskRef } from '../task.types.js';
-import { PENDING } from './task-sql.js';
+import { PENDING, type TaskRow } from './task-row.js';
 import type { Sql } from '../store/sql.js';
-import type { TaskRow } from './task-row.js';
 
 /** $1 id or null, $2 key or null. By key: the pending task holding it, else its latest. */
 export const REF_MATCH = `(($1::bigint IS NOT NULL AND id = $1::bigint) OR ($1::bigint IS NULL AND key = $2::text))`;

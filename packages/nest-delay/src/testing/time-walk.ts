@@ -1,7 +1,7 @@
 import type { DelayRuntime } from '../runtime/delay.runtime.js';
 import type { ExecutionCounts, TypeCounts } from '../observer/observer-calls.js';
 import type { Sql } from '../store/sql.js';
-import { PENDING } from '../tasks/task-sql.js';
+import { PENDING } from '../tasks/task-row.js';
 import type { ManualClock } from './manual-clock.js';
 
 /** Stops an `advance` may make (two an occurrence: its plan and its run): 48 hours of a 10-minute schedule fit, a runaway throws. */
