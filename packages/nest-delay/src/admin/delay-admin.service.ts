@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DelayService } from '../delay.service.js';
-import { DelayValidationError, TaskNotFoundError, TaskStateError } from '../errors/delay-errors.js';
+import {
+  checkText,
+  DelayValidationError,
+  TaskNotFoundError,
+  TaskStateError,
+} from '../errors/delay-errors.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import {
   getInstance,
@@ -223,21 +228,10 @@ function checkFilter(filter: TaskListFilter): void {
       throw new DelayValidationError(field, `must be a valid Date; got ${String(value)}`);
     }
   }
-  checkText(filter.type, 'type', 200);
-  checkText(filter.key, 'key', 500);
-  checkText(filter.keyPrefix, 'keyPrefix', 500);
-  checkText(filter.entity, 'entity', 500);
-}
-
-/** As the table's CHECKs allow (type up to 200 characters, key up to 500). */
-function checkText(value: unknown, field: string, max: number): void {
-  if (value === undefined) return;
-  if (typeof value !== 'string' || value.length < 1 || value.length > max) {
-    throw new DelayValidationError(
-      field,
-      `must be a string of 1 to ${max} characters; got ${JSON.stringify(value)}`,
-    );
-  }
+  if (filter.type !== undefined) checkText(filter.type, 'type', 200);
+  if (filter.key !== undefined) checkText(filter.key, 'key', 500);
+  if (filter.keyPrefix !== undefined) checkText(filter.keyPrefix, 'keyPrefix', 500);
+  if (filter.entity !== undefined) checkText(filter.entity, 'entity', 500);
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,100}$/;

@@ -23,6 +23,27 @@ export class DelayValidationError extends Error {
   }
 }
 
+/** A string of 1 to `max` characters (the table's CHECKs) without NUL, which Postgres text refuses. */
+export function checkText(
+  value: unknown,
+  field: string,
+  max: number,
+  what = '',
+): asserts value is string {
+  if (typeof value !== 'string' || value.length < 1 || value.length > max) {
+    throw new DelayValidationError(
+      field,
+      `must be a string of 1 to ${max} characters${what}; got ${JSON.stringify(value) ?? String(value)}`,
+    );
+  }
+  if (value.includes('\0')) {
+    throw new DelayValidationError(
+      field,
+      `must not contain NUL characters; got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
 /** No task has that id, or ever had that key. */
 export class TaskNotFoundError extends Error {
   override name = 'TaskNotFoundError';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
+import { checkText, DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import { countWaiting, readTypeLimits, setPaused, writeOverride } from './limit-statements.js';
@@ -156,11 +156,7 @@ export class DelayLimits {
 
   /** A type with a handler here, or one already set at run time, or any type when allowUnknownTypes. */
   private async known(type: string): Promise<void> {
-    if (typeof type !== 'string' || type.length < 1 || type.length > 200)
-      throw new DelayValidationError(
-        'type',
-        `must be a string of 1 to 200 characters; got ${JSON.stringify(type)}`,
-      );
+    checkText(type, 'type', 200);
     if (this.handlers.has(type) || this.runtime.ctx.options.allowUnknownTypes) return;
     const rows = await readTypeLimits(this.db);
     if (!rows.some((row) => row.type === type))

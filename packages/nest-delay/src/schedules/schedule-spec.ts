@@ -1,4 +1,4 @@
-import { DelayValidationError } from '../errors/delay-errors.js';
+import { checkText, DelayValidationError } from '../errors/delay-errors.js';
 import { parseDuration } from '../duration.js';
 import type { ScheduleSpec } from './schedule-statements.js';
 import { Recurrence } from './recurrence.js';
@@ -57,12 +57,7 @@ export function resolveSchedule(
     );
   }
   const type = d.type ?? name;
-  if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
-    throw new DelayValidationError(
-      field('type'),
-      `must be a task type of 1 to 200 characters; got ${JSON.stringify(type)}`,
-    );
-  }
+  checkText(type, field('type'), 200, ' (a task type)');
   const payloadJson = JSON.stringify(d.payload ?? null);
   return {
     recurrence,

@@ -1,5 +1,5 @@
 import { tryParseDuration, type Duration } from '../duration.js';
-import { DelayValidationError } from '../errors/delay-errors.js';
+import { checkText, DelayValidationError } from '../errors/delay-errors.js';
 import { checkEntity, dueAtOf } from './schedule-request.js';
 
 /** Which of an entity's pending tasks an entity action takes: all of them, or only these types. */
@@ -27,14 +27,7 @@ export function checkEntityScope(entity: unknown, types: unknown): EntityScope {
       `must be an array of 1 to ${MAX_TYPES} task types, or left out for every type; got ${JSON.stringify(types) ?? String(types)}`,
     );
   }
-  types.forEach((type: unknown, i) => {
-    if (typeof type !== 'string' || type.length < 1 || type.length > 200) {
-      throw new DelayValidationError(
-        `types[${i}]`,
-        `must be a task type, a string of 1 to 200 characters; got ${JSON.stringify(type) ?? String(type)}`,
-      );
-    }
-  });
+  types.forEach((type: unknown, i) => checkText(type, `types[${i}]`, 200, ' (a task type)'));
   return { entity: entity as string, types: [...new Set(types as string[])] };
 }
 

@@ -1,5 +1,5 @@
 import { tryParseDuration, type Duration } from '../duration.js';
-import { DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
+import { checkText, DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import type { HandlerRegistry } from '../handler-registry.js';
 import type { ScheduleRequest } from '../task.types.js';
 
@@ -142,22 +142,6 @@ export function normalizeScheduleRequest(
 export function checkEntity(entity: unknown, field: string): void {
   if (entity === undefined) return;
   checkText(entity, field, 500, " naming the task's business object, such as 'order:42'");
-}
-
-/** A string of 1 to `max` characters (the table's CHECKs) without NUL, which Postgres text refuses. */
-function checkText(value: unknown, field: string, max: number, what = ''): asserts value is string {
-  if (typeof value !== 'string' || value.length < 1 || value.length > max) {
-    throw new DelayValidationError(
-      field,
-      `must be a string of 1 to ${max} characters${what}; got ${JSON.stringify(value) ?? String(value)}`,
-    );
-  }
-  if (value.includes('\0')) {
-    throw new DelayValidationError(
-      field,
-      `must not contain NUL characters; got ${JSON.stringify(value)}`,
-    );
-  }
 }
 
 /** `maxWait` goes with `ifExists: 'debounce'` and a key, both ways; in ms, or null without debounce. */
