@@ -10,7 +10,7 @@ import {
   type PassedRow,
 } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
-import { deleteNote, LineRun, type LineGating } from './line-claims.js';
+import { deleteNote, LineRun, type LineGating } from '../limits/limit-statements.js';
 import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/claim-connection.js';
 import { writeCharge, writeFate } from '../tasks/fate-statements.js';
@@ -61,8 +61,6 @@ export interface ClaimParams {
   alone: boolean;
   /** What the claim statement sent with the BEGIN took (claimInScript); undefined: not claimed yet. */
   claimed?: Claimed;
-  /** The types this instance has handlers for: no other is claimed (WindowPolicy.handles). */
-  handled: readonly string[];
   /** A gate's claim: its line's tasks claimed in one statement under their limits, started one at a time (LineRun). */
   line?: LineGating;
   /** Called once a handler has started (its synchronous part ran): a rate credit is stamped then. */
@@ -159,7 +157,6 @@ export class ClaimBatch {
         result = readClaimed([], now); // nothing claimed
       } else if (!known && plan.claimed) result = plan.claimed;
       else {
-        const overdueMs = overdueAfterMs(this.ctx.options.leaseMs);
         const cleared = line?.type ?? null;
         result = await claimTasks(
           sql,
@@ -168,8 +165,8 @@ export class ClaimBatch {
           plan.noteId,
           plan.alone,
           cleared,
-          overdueMs,
-          plan.handled,
+          overdueAfterMs(this.ctx.options.leaseMs),
+          this.ctx.policy.handledTypes, // no other type is claimed (WindowPolicy.handles)
         );
       }
       const { claimed } = result;

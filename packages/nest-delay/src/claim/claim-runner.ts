@@ -108,7 +108,6 @@ export class ClaimRunner {
       noteId = await this.noteIds.take(connection.sql);
       this.inFlight.set(connection, noteId);
       const now = new Date(nowMs);
-      const handled = ctx.policy.handledTypes;
       // Sent in the same message as the BEGIN (one round trip fewer): a
       // gate's claim its line check, a batch of fired tasks its claim; a
       // claim alone charges orphaned notes before its claim.
@@ -122,7 +121,7 @@ export class ClaimRunner {
               now,
               noteId,
               overdueAfterMs(ctx.options.leaseMs),
-              handled,
+              ctx.policy.handledTypes,
             );
       // Committed before the claim begins (in the same round trip as its
       // BEGIN): survives the claim if it never commits.
@@ -140,7 +139,6 @@ export class ClaimRunner {
         noteId,
         alone,
         claimed: claimed && !gated ? readClaimed(claimed, now) : undefined,
-        handled,
         line: gated && {
           type: gated.line.type,
           refused: (claimed as Array<{ refused: LineRefusal | null }>)[0]?.refused ?? null,

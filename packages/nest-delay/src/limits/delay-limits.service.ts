@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { checkText, DelayValidationError, UnknownTaskTypeError } from '../errors/delay-errors.js';
 import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
-import { countWaiting, readTypeLimits, setPaused, writeOverride } from './limit-statements.js';
-import { LimitBook } from './limit-book.js';
+import { PAUSE_LOCK_CLASS, PAUSE_WAIT_CLASS, readTypeLimits } from './limit-statements.js';
+import type { Sql } from '../store/sql.js';
+import { LimitBook } from './gate-lines.js';
 import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from '../task-limit.js';
 
 /** `waiting` counts stop here: a backlog this large reads as "at least". */
@@ -174,4 +175,81 @@ export class DelayLimits {
   private get db() {
     return this.runtime.ctx.db.pool;
   }
+}
+
+// ---------------------------------------------------------------- the statements of run-time changes and counts
+
+/**
+ * Pauses a type (`paused` true) or resumes it; a pause keeps the time it
+ * began. A pause takes the type's pause lock exclusively first (see
+ * limit-statements.ts):
+ * it commits, and returns, once the gate's claims of the type have ended.
+ */
+async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
+  await sql.rows(
+    `WITH waiting AS (
+       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_WAIT_CLASS}, hashtext($1)) END
+     ), pause_lock AS (
+       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_LOCK_CLASS}, hashtext($1)) END
+       FROM waiting
+     )
+     INSERT INTO delay_type_limit (type, paused_at, updated_at)
+     SELECT $1, CASE WHEN $2::boolean THEN $3::timestamptz END, $3 FROM pause_lock
+     ON CONFLICT (type) DO UPDATE
+       SET paused_at = CASE WHEN $2::boolean THEN COALESCE(delay_type_limit.paused_at, $3) END,
+           updated_at = $3`,
+    [type, paused, now],
+  );
+}
+
+/** Replaces the declared limits of a type with `limit` (null: back to the declared). */
+async function writeOverride(
+  sql: Sql,
+  type: string,
+  limit: ResolvedLimit | null,
+  now: Date,
+): Promise<void> {
+  await sql.rows(
+    `INSERT INTO delay_type_limit (type, overridden, concurrency, rate_starts, rate_per_ms, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (type) DO UPDATE
+       SET overridden = EXCLUDED.overridden, concurrency = EXCLUDED.concurrency,
+           rate_starts = EXCLUDED.rate_starts, rate_per_ms = EXCLUDED.rate_per_ms,
+           updated_at = EXCLUDED.updated_at`,
+    [
+      type,
+      limit !== null,
+      limit?.concurrency ?? null,
+      limit?.rate?.starts ?? null,
+      limit?.rate?.perMs ?? null,
+      now,
+    ],
+  );
+}
+
+/**
+ * Pending tasks of these types due by `now`, by type, each counted up to
+ * `cap` (a backlog of millions is "at least cap", not a million-row count
+ * on every read): what waits behind their limits or pauses, cluster-wide.
+ */
+async function countWaiting(
+  sql: Sql,
+  types: string[],
+  now: Date,
+  cap: number,
+): Promise<Map<string, number>> {
+  if (types.length === 0) return new Map();
+  const rows = await sql.rows<{ type: string; waiting: string }>(
+    `SELECT types.type, (
+       SELECT count(*) FROM (
+         SELECT 1 FROM delayed_task t
+         WHERE t.type = types.type AND t.executed_at IS NULL AND t.cancelled_at IS NULL
+           AND t.dead_at IS NULL AND t.due_at <= $2
+         LIMIT $3
+       ) capped
+     ) AS waiting
+     FROM unnest($1::text[]) AS types(type)`,
+    [types, now, cap],
+  );
+  return new Map(rows.map((row) => [row.type, Number(row.waiting)]));
 }

@@ -78,3 +78,14 @@ export interface GateLinesConfig {
   firstBackoffMs: number;
   maxBackoffMs: number;
 }
+
+/** One type's limits as this instance last knew them. */
+export interface TypeLimits {
+  /** What its handlers declare: as the last instance to boot stored it, else this instance's code. */
+  declared: ResolvedLimit;
+  /** What was set at run time in its place, if anything. */
+  override: ResolvedLimit | null;
+  /** In force: the override, else the declared. */
+  effective: ResolvedLimit;
+  pausedAt: Date | null;
+}

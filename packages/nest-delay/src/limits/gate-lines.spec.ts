@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { GateLines, type GateLinesConfig } from './gate-lines.js';
-import { LimitBook } from './limit-book.js';
+import { GateLines, LimitBook } from './gate-lines.js';
+import type { GateLinesConfig } from './gate-line.types.js';
 import type { ResolvedLimit } from '../task-limit.js';
 
 const config: GateLinesConfig = {

@@ -13,17 +13,12 @@ import {
   LIMIT_BUSY_MAX_RETRY_MS,
   LIMIT_REFRESH_MS,
 } from '../context/tuning.js';
-import { GateLines, type GateClaim, type GateItem, type GateOutcome } from './gate-lines.js';
-import { LimitBook } from './limit-book.js';
-import {
-  declareLimits,
-  findFired,
-  findWaiting,
-  readTypeLimits,
-} from './limit-statements.js';
+import { GateLines, LimitBook } from './gate-lines.js';
+import type { GateClaim, GateItem, GateOutcome } from './gate-line.types.js';
+import { declareLimits, findFired, findWaiting, readTypeLimits } from './limit-statements.js';
 import { limitKeyOf, NO_LIMIT } from '../task-limit.js';
 
-export type { GateClaim, GateItem, GateOutcome } from './gate-lines.js';
+export type { GateClaim, GateItem, GateOutcome } from './gate-line.types.js';
 
 /** A due task of a gated type, for its line. */
 interface GatedRow {

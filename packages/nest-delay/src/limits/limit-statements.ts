@@ -1,12 +1,15 @@
 import type { ResolvedLimit } from '../task-limit.js';
 import type { ScriptStatements } from '../store/claim-connection.js';
+import { GATE_CLAIM_MAX_MS } from '../context/tuning.js';
 import type { Sql } from '../store/sql.js';
-import { PENDING, PENDING_BY_ID, type DueRow } from '../tasks/task-row.js';
+import { PENDING, PENDING_BY_ID, type ClaimRow, type DueRow } from '../tasks/task-row.js';
 import type { TaskId } from '../task.types.js';
-import type { GateClaim } from './gate-line.types.js';
+import type { GateClaim, LineRefusal } from './gate-line.types.js';
 
 /**
- * The SQL of shared limits (docs/limits.md).
+ * The SQL of shared limits on a limited task's way (docs/limits.md), and a
+ * gate's claim's run of its line (LineRun, at the end). The statements of
+ * run-time changes (pause, override) and counts are DelayLimits' own.
  *
  * Concurrency: a seat is a transaction-scoped advisory lock, (LIMIT_LOCK_CLASS,
  * hash of type, key and seat number), taken by the claim of the first task
@@ -86,28 +89,6 @@ export function declaredColumn(l: string, column: string, fallback: string): str
 }
 
 /**
- * Pauses a type (`paused` true) or resumes it; a pause keeps the time it
- * began. A pause takes the type's pause lock exclusively first (see above):
- * it commits, and returns, once the gate's claims of the type have ended.
- */
-export async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
-  await sql.rows(
-    `WITH waiting AS (
-       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_WAIT_CLASS}, hashtext($1)) END
-     ), pause_lock AS (
-       SELECT CASE WHEN $2::boolean THEN pg_advisory_xact_lock(${PAUSE_LOCK_CLASS}, hashtext($1)) END
-       FROM waiting
-     )
-     INSERT INTO delay_type_limit (type, paused_at, updated_at)
-     SELECT $1, CASE WHEN $2::boolean THEN $3::timestamptz END, $3 FROM pause_lock
-     ON CONFLICT (type) DO UPDATE
-       SET paused_at = CASE WHEN $2::boolean THEN COALESCE(delay_type_limit.paused_at, $3) END,
-           updated_at = $3`,
-    [type, paused, now],
-  );
-}
-
-/**
  * True when no pause() of the type waits: asked before each start after a
  * claim's first. The session lock is let go in the same statement, so a
  * pooler in transaction mode keeps nothing.
@@ -169,58 +150,6 @@ export async function declareLimits(
       instanceId,
     ],
   );
-}
-
-/** Replaces the declared limits of a type with `limit` (null: back to the declared). */
-export async function writeOverride(
-  sql: Sql,
-  type: string,
-  limit: ResolvedLimit | null,
-  now: Date,
-): Promise<void> {
-  await sql.rows(
-    `INSERT INTO delay_type_limit (type, overridden, concurrency, rate_starts, rate_per_ms, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (type) DO UPDATE
-       SET overridden = EXCLUDED.overridden, concurrency = EXCLUDED.concurrency,
-           rate_starts = EXCLUDED.rate_starts, rate_per_ms = EXCLUDED.rate_per_ms,
-           updated_at = EXCLUDED.updated_at`,
-    [
-      type,
-      limit !== null,
-      limit?.concurrency ?? null,
-      limit?.rate?.starts ?? null,
-      limit?.rate?.perMs ?? null,
-      now,
-    ],
-  );
-}
-
-/**
- * Pending tasks of these types due by `now`, by type, each counted up to
- * `cap` (a backlog of millions is "at least cap", not a million-row count
- * on every read): what waits behind their limits or pauses, cluster-wide.
- */
-export async function countWaiting(
-  sql: Sql,
-  types: string[],
-  now: Date,
-  cap: number,
-): Promise<Map<string, number>> {
-  if (types.length === 0) return new Map();
-  const rows = await sql.rows<{ type: string; waiting: string }>(
-    `SELECT types.type, (
-       SELECT count(*) FROM (
-         SELECT 1 FROM delayed_task t
-         WHERE t.type = types.type AND t.executed_at IS NULL AND t.cancelled_at IS NULL
-           AND t.dead_at IS NULL AND t.due_at <= $2
-         LIMIT $3
-       ) capped
-     ) AS waiting
-     FROM unnest($1::text[]) AS types(type)`,
-    [types, now, cap],
-  );
-  return new Map(rows.map((row) => [row.type, Number(row.waiting)]));
 }
 
 /** A task the gate shed, read back: its payload only when its type's limit has a key. */
@@ -321,3 +250,88 @@ const LINE_CHECK = `WITH pause_lock AS (
        ) THEN 'busy'
      END AS refused
      FROM gate`;
+
+// ---------------------------------------------------------------- a gate's claim, its run of its line
+
+/** The line a gate's claim is for, and what its line check (sent with the BEGIN) answered. */
+export interface LineGating {
+  type: string;
+  /** Null: the line may claim (lineCheckInScript). */
+  refused: LineRefusal | null;
+}
+
+/**
+ * A gate's claim of one line's tasks, started one at a time in due order
+ * under the line check's locks (held to the claim's end). It stops when a
+ * pause() waits (pauseWaitingProbe, before each start after the first) or
+ * after GATE_CLAIM_MAX_MS, and puts back the tasks not started: a pause
+ * waits for one handler, a transaction outlives a second by one handler's run.
+ */
+export class LineRun {
+  private index = 0;
+  private readonly beganMs = performance.now();
+  /** The savepoint step's question before each start after the first: may it go on (no pause waiting)? */
+  readonly probe: string;
+
+  constructor(
+    private readonly sql: Sql,
+    /** Claimed, in due order. */
+    private readonly claimed: ClaimRow[],
+    private readonly claimedAt: Date,
+    typeLiteral: string,
+  ) {
+    this.probe = pauseWaitingProbe(typeLiteral);
+  }
+
+  /** The next task to start, or undefined once the claim has run its time. */
+  next(): ClaimRow | undefined {
+    if (this.index > 0 && performance.now() - this.beganMs > GATE_CLAIM_MAX_MS) return undefined;
+    return this.claimed[this.index++];
+  }
+
+  /** The savepoint step's probe said stop before `row` started: it and those after it go back. */
+  stopBefore(row: ClaimRow): void {
+    this.index = this.claimed.indexOf(row);
+  }
+
+  /** The tasks that started. */
+  get started(): ClaimRow[] {
+    return this.claimed.slice(0, this.index);
+  }
+
+  /** Puts back the tasks not started, in the claim's transaction (outside any savepoint); returns their ids. */
+  async putBack(): Promise<TaskId[]> {
+    const unstarted = this.claimed.slice(this.index).map((row) => row.id);
+    if (unstarted.length > 0) await returnUnstarted(this.sql, unstarted, this.claimedAt);
+    return unstarted;
+  }
+}
+
+/**
+ * Undoes the claim of tasks a gate's claim took but did not start (it ran
+ * its time, or a pause is waiting): pending again, their attempt not
+ * counted, and the attempt the claim recorded on their timeline gone, in the
+ * claim's own transaction, so what commits is as if they had never been
+ * claimed (but for `updated_at`). Only a batch stops short, and a
+ * batch claims no task flagged as cut off, so there is no flag to restore.
+ */
+export async function returnUnstarted(sql: Sql, ids: TaskId[], claimedAt: Date): Promise<void> {
+  await sql.rows(
+    `WITH unstarted AS (
+       UPDATE delayed_task SET executed_at = NULL, attempts = attempts - 1
+       WHERE id = ANY($1::bigint[]) AND executed_at = $2
+       RETURNING id, entity, attempts + 1 AS attempt
+     )
+     -- [timeline] the claim recorded their attempts as started: they were not.
+     -- By entity and task, as the history's index is.
+     DELETE FROM delay_task_event e USING unstarted u
+     WHERE e.entity = u.entity AND e.task_id = u.id
+       AND e.event = 'started' AND e.attempt = u.attempt AND e.at = $2`,
+    [ids, claimedAt],
+  );
+}
+
+/** Deletes a claim's own note in its transaction, when it claims nothing (a refused gate's claim). */
+export async function deleteNote(sql: Sql, noteId: string): Promise<void> {
+  await sql.rows(`DELETE FROM delay_attempt WHERE id = $1`, [noteId]);
+}
