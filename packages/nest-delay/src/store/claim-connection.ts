@@ -3,16 +3,13 @@ import type { DelayExecutor } from '../task.types.js';
 
 /**
  * A claim's connection: one pooled pg connection (under a TypeORM runner on a
- * DataSource) on which the claim drives its transaction by hand: BEGIN goes
- * with the attempt note and COMMIT with the note's unlock, each in one
- * message, so that behind a pooler in transaction mode the note's session
- * lock stays with the claim's server session, and a claim of one task saves
- * two round trips. The runner's books are left as TypeORM's own
- * start/commitTransaction would leave them, events included: handlers and
- * subscribers (AfterCommit) see an ordinary TypeORM transaction. Everything
- * relied on in TypeORM and `pg` beyond their public API is here, each
- * assumption checked against the installed versions by
- * test/delay/typeorm-seam.e2e-spec.ts.
+ * DataSource) whose transaction the claim drives by hand: BEGIN goes with the
+ * attempt note and COMMIT with the note's unlock, each in one message, so
+ * that behind a pooler in transaction mode the note's session lock stays with
+ * the claim's server session. The runner's books and events are left as
+ * TypeORM's own start/commitTransaction would leave them. Everything relied on
+ * in TypeORM and `pg` beyond their public API is here, each assumption
+ * checked by test/delay/typeorm-seam.e2e-spec.ts.
  */
 
 /** What `pg` hands back: the rows of any statement, RETURNING included, and its command tag. */
@@ -114,11 +111,10 @@ export interface ClaimConnection {
   /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
   readonly sql: DelayExecutor;
   /**
-   * Sends `prelude` (statements without parameters, their values quoted in),
-   * then BEGIN and the transaction's limits, then `first` (a statement of
-   * the transaction, see `script`), in one round trip, and leaves the runner
-   * inside that transaction as startTransaction would. Returns the rows of
-   * each statement, the prelude's first and `first`'s last.
+   * Sends `prelude` (statements without parameters, values quoted in), BEGIN
+   * and the transaction's limits, then `first` (see `script`) on its generic
+   * plan (GENERIC_PLAN), in one round trip, leaving the runner in that
+   * transaction as startTransaction would. Returns each statement's rows.
    */
   begin(prelude: string, backstopMs: number, first?: string): Promise<unknown[][]>;
   /** For statements sent in a script on this connection (begin's `first`). */
@@ -170,13 +166,10 @@ export function failedDeferredCheck(error: unknown): boolean {
 const SAVEPOINT = 'delayed_task';
 
 /**
- * Checks the deferred constraints of what the transaction wrote so far, so
- * that a violation is the task's that made it, not the whole claim's at
- * COMMIT. Inside a savepoint rolled back at once: the constraints go back to
- * their modes (a later handler may still rely on deferral), and the checks
- * run again at COMMIT. So each savepoint step re-checks the rows of every task before
- * it: quadratic in a batch's deferred rows, paid only in a savepoint pass (a
- * rerun, or a limited type's claim), and only by tables with such constraints.
+ * Checks the deferred constraints of what the transaction wrote so far, so a
+ * violation is the task's that made it, not the whole claim's at COMMIT. In a
+ * savepoint rolled back at once, so the constraints go back to their modes
+ * (a later handler may rely on deferral) and are checked again at COMMIT.
  */
 const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDIATE;
   ROLLBACK TO SAVEPOINT ${SAVEPOINT}_check; RELEASE SAVEPOINT ${SAVEPOINT}_check`;
@@ -192,16 +185,24 @@ function savepointScript(step: keyof typeof SAVEPOINT_STEP): string {
   return step === 'first' ? SAVEPOINT_STEP.first : `${DEFERRED_CHECK}; ${SAVEPOINT_STEP[step]}`;
 }
 
-/**
- * Postgres-side limits for the rest of a claim transaction, so that even a
- * frozen process cannot hold its locks forever. Transaction-scoped (like SET
- * LOCAL), so nothing outlives the transaction on a pooled server session.
- */
+/** Limits for the rest of a claim transaction: a frozen process cannot hold its locks forever. Local to it, as SET LOCAL. */
 function limits(backstopMs: number): string {
   const ms = `'${Math.min(2 ** 31 - 1, Math.max(1, Math.round(backstopMs)))}'`;
   return `SELECT set_config('statement_timeout', ${ms}, true),
     set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
 }
+
+/**
+ * `begin`'s `first` (a claim, a line check: prepared where it can be) runs on
+ * its generic plan, planned once a session: left to choose, a session whose
+ * first claims took one task each plans every claim anew. For that statement
+ * only: the session's own setting is back for the handlers.
+ */
+const GENERIC_PLAN = [
+  `SELECT set_config('nest_delay.plan_cache_mode', current_setting('plan_cache_mode'), true),
+    set_config('plan_cache_mode', 'force_generic_plan', true)`,
+  `SELECT set_config('plan_cache_mode', current_setting('nest_delay.plan_cache_mode'), true)`,
+];
 
 /**
  * Where a claim's connections come from, preparing statements or not: a
@@ -214,9 +215,7 @@ export interface ClaimSource {
 }
 
 export async function claimConnection(database: ClaimSource): Promise<ClaimConnection> {
-  // On a DataSource, a runner of its own keeps TypeORM's books of this
-  // transaction (setTransactionBooks, broadcast) for handlers' managers and
-  // subscribers such as AfterCommit; on the engine's own pool, a bare client.
+  // A runner keeps TypeORM's books of the transaction for handlers and subscribers (AfterCommit).
   const runner = database.dataSource?.createQueryRunner();
   const pooled = runner ? undefined : await database.connect();
   const client: PgClient = runner ? await pgClientOf(runner) : pooled!;
@@ -268,11 +267,13 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
     },
     async begin(prelude, backstopMs, first) {
       await tell('BeforeTransactionStart');
+      const [generic, own] = GENERIC_PLAN;
+      const then = first ? `; ${generic}; ${first}; ${own}` : '';
       const results = await script(
-        `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}${first ? `; ${first}` : ''}`,
+        `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}${then}`,
       );
       await begun();
-      return results.map((result) => result.rows);
+      return results.slice(0, first ? -1 : undefined).map((result) => result.rows);
     },
     script: {
       literal,
