@@ -210,7 +210,7 @@ export class ClaimBatch {
       // The connection is closed, never rolled back and reused: its session
       // ends with the claim, and the note's session lock with it. A ROLLBACK
       // would end the transaction first, and a pooler in transaction mode
-      // would take the server session back, lock and all (issue 19).
+      // would take the server session back, lock and all.
       connection.cutOff();
       // Charged by the dispatcher: retried, or dead-lettered when it was the last attempt.
       if (error instanceof HandlerCutOff)

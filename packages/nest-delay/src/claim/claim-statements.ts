@@ -350,8 +350,7 @@ const FIRED_CLAIM = `WITH mine AS (
        ${countMissed('withdrawn', '$2')}
      ), listed AS MATERIALIZED (
        -- Read once, whatever the plan: joined to due instead, a generic plan
-       -- that guessed one due row repeated this index scan for every due row
-       -- (5,000 buffers a claim of 50, three quarters of a burst's claim).
+       -- that guessed one due row repeated this index scan for every due row.
        -- Ids of other notes that are not due here are harmless to runnable's NOT IN.
        SELECT task_id FROM delay_attempt a, unnest(a.task_ids) AS task_id
        WHERE NOT $4::boolean AND a.id <> $3 AND a.task_ids && ARRAY(SELECT id FROM due)
