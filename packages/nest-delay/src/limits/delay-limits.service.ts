@@ -181,9 +181,9 @@ export class DelayLimits {
 
 /**
  * Pauses a type (`paused` true) or resumes it; a pause keeps the time it
- * began. A pause takes the type's pause lock exclusively first (see
- * limit-statements.ts):
- * it commits, and returns, once the gate's claims of the type have ended.
+ * began. A pause takes the type's pause lock exclusively first (the
+ * protocol is in limit-statements.ts): it commits, and returns, once the
+ * gate's claims of the type have ended.
  */
 async function setPaused(sql: Sql, type: string, paused: boolean, now: Date): Promise<void> {
   await sql.rows(

@@ -170,6 +170,7 @@ const SAVEPOINT = 'delayed_task';
  * violation is the task's that made it, not the whole claim's at COMMIT. In a
  * savepoint rolled back at once, so the constraints go back to their modes
  * (a later handler may rely on deferral) and are checked again at COMMIT.
+ * Quadratic in a batch's deferred rows, paid only in a savepoint pass.
  */
 const DEFERRED_CHECK = `SAVEPOINT ${SAVEPOINT}_check; SET CONSTRAINTS ALL IMMEDIATE;
   ROLLBACK TO SAVEPOINT ${SAVEPOINT}_check; RELEASE SAVEPOINT ${SAVEPOINT}_check`;
@@ -215,7 +216,6 @@ export interface ClaimSource {
 }
 
 export async function claimConnection(database: ClaimSource): Promise<ClaimConnection> {
-  // A runner keeps TypeORM's books of the transaction for handlers and subscribers (AfterCommit).
   const runner = database.dataSource?.createQueryRunner();
   const pooled = runner ? undefined : await database.connect();
   const client: PgClient = runner ? await pgClientOf(runner) : pooled!;
