@@ -4,6 +4,7 @@ import { HandlerRegistry } from '../handler-registry.js';
 import { DelayRuntime } from '../runtime/delay.runtime.js';
 import { PAUSE_LOCK_CLASS, PAUSE_WAIT_CLASS, readTypeLimits } from './limit-statements.js';
 import type { Sql } from '../store/sql.js';
+import { pendingIn } from '../tasks/task-row.js';
 import { LimitBook } from './gate-lines.js';
 import { isLimited, resolveLimit, type LimitChange, type ResolvedLimit } from '../task-limit.js';
 
@@ -243,8 +244,7 @@ async function countWaiting(
     `SELECT types.type, (
        SELECT count(*) FROM (
          SELECT 1 FROM delayed_task t
-         WHERE t.type = types.type AND t.executed_at IS NULL AND t.cancelled_at IS NULL
-           AND t.dead_at IS NULL AND t.due_at <= $2
+         WHERE t.type = types.type AND ${pendingIn('t')} AND t.due_at <= $2
          LIMIT $3
        ) capped
      ) AS waiting

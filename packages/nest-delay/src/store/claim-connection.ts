@@ -113,7 +113,7 @@ export interface ClaimConnection {
   /**
    * Sends `prelude` (statements without parameters, values quoted in), BEGIN
    * and the transaction's limits, then `first` (see `script`) on its generic
-   * plan (GENERIC_PLAN), in one round trip, leaving the runner in that
+   * plan (see limits), in one round trip, leaving the runner in that
    * transaction as startTransaction would. Returns each statement's rows.
    */
   begin(prelude: string, backstopMs: number, first?: string): Promise<unknown[][]>;
@@ -186,24 +186,22 @@ function savepointScript(step: keyof typeof SAVEPOINT_STEP): string {
   return step === 'first' ? SAVEPOINT_STEP.first : `${DEFERRED_CHECK}; ${SAVEPOINT_STEP[step]}`;
 }
 
-/** Limits for the rest of a claim transaction: a frozen process cannot hold its locks forever. Local to it, as SET LOCAL. */
-function limits(backstopMs: number): string {
+/**
+ * Limits for the rest of a claim transaction (a frozen process cannot hold
+ * its locks forever), local to it as SET LOCAL. With `pinPlan`, the statement
+ * that follows runs on its generic plan, planned once a session: left to
+ * choose, a session whose first claims took one task each plans every claim
+ * anew. UNPIN puts the session's own setting back for the handlers.
+ */
+function limits(backstopMs: number, pinPlan = false): string {
   const ms = `'${Math.min(2 ** 31 - 1, Math.max(1, Math.round(backstopMs)))}'`;
+  const pin = `, set_config('nest_delay.plan_cache_mode', current_setting('plan_cache_mode'), true),
+    set_config('plan_cache_mode', 'force_generic_plan', true)`;
   return `SELECT set_config('statement_timeout', ${ms}, true),
-    set_config('idle_in_transaction_session_timeout', ${ms}, true)`;
+    set_config('idle_in_transaction_session_timeout', ${ms}, true)${pinPlan ? pin : ''}`;
 }
 
-/**
- * `begin`'s `first` (a claim, a line check: prepared where it can be) runs on
- * its generic plan, planned once a session: left to choose, a session whose
- * first claims took one task each plans every claim anew. For that statement
- * only: the session's own setting is back for the handlers.
- */
-const GENERIC_PLAN = [
-  `SELECT set_config('nest_delay.plan_cache_mode', current_setting('plan_cache_mode'), true),
-    set_config('plan_cache_mode', 'force_generic_plan', true)`,
-  `SELECT set_config('plan_cache_mode', current_setting('nest_delay.plan_cache_mode'), true)`,
-];
+const UNPIN = `SELECT set_config('plan_cache_mode', current_setting('nest_delay.plan_cache_mode'), true)`;
 
 /**
  * Where a claim's connections come from, preparing statements or not: a
@@ -267,10 +265,9 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
     },
     async begin(prelude, backstopMs, first) {
       await tell('BeforeTransactionStart');
-      const [generic, own] = GENERIC_PLAN;
-      const then = first ? `; ${generic}; ${first}; ${own}` : '';
+      const then = first ? `; ${first}; ${UNPIN}` : '';
       const results = await script(
-        `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs)}${then}`,
+        `${prelude ? `${prelude}; ` : ''}BEGIN; ${limits(backstopMs, !!first)}${then}`,
       );
       await begun();
       return results.slice(0, first ? -1 : undefined).map((result) => result.rows);
