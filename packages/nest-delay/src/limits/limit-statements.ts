@@ -22,7 +22,10 @@ import type { GateClaim, LineRefusal } from './gate-line.types.js';
  * Pause: `pause()` commits its row while holding the type's pause lock
  * (PAUSE_LOCK_CLASS, hash of type) exclusively; each claim of a gate takes
  * it shared (a try: refused while a pause holds or waits for it) and keeps
- * it to its transaction's end, and reads the row after taking it. So pause()
+ * it to its transaction's end, and reads the row in a later statement, whose
+ * snapshot is taken after the lock: in the same statement, a pause that
+ * committed between the snapshot and the try went unseen (a KEY SHARE row
+ * lock returns the old version when only other columns changed). So pause()
  * returns once the gate's claims of the type running then have ended, and
  * none starts a handler of it afterwards. Before it waits for that lock, a
  * pause takes PAUSE_WAIT_CLASS, which a running claim looks at before each
@@ -110,10 +113,9 @@ export interface LimitDeclaration {
  * Writes what this instance's handlers declare, at boot: the last instance
  * to boot states the declared limits for every instance (each claim reads
  * them from here), so two versions of the code in a rolling deploy apply
- * one set of limits. A type limited in code gets its row (a claim reads it
- * with FOR KEY SHARE, which sees a pause committed since the claim's
- * snapshot only if the row existed then: with the row there from boot, a
- * first pause is seen too); a type declared without limits here clears the
+ * one set of limits. A type limited in code gets its row, which a gate's
+ * claim locks FOR KEY SHARE (a row a pause inserts later is one no claim
+ * could have locked); a type declared without limits here clears the
  * declared limits of a row that has them. Run-time settings and pauses are
  * left as they are, and so are types without a handler here (another
  * service's).
@@ -192,9 +194,10 @@ export function findFired(sql: Sql, ids: TaskId[], keyed: readonly string[]) {
 /**
  * A gate's claim's line check, sent with its BEGIN (values quoted in): null
  * when the line may claim, else why not. In order, each only if the one
- * before passed: the pause lock, shared (a pause committing holds it: refused);
- * the type's row FOR KEY SHARE (its latest committed version, blocking no
- * update); the rate `credits` still `holder`'s, with its lease row locked FOR
+ * before passed: the pause lock, shared (a pause committing holds it:
+ * refused), in a statement of its own before the others, which then see
+ * every pause committed before it; the type's row FOR KEY SHARE (blocking
+ * no update); the rate `credits` still `holder`'s, with its lease row locked FOR
  * KEY SHARE (a takeover, which reaps credits, skips it); a seat. All held to
  * the claim's end, so its claim statement (claimTasks, cleared for the type)
  * and every start are under them. `declared`: for a type with no stored row.
@@ -206,19 +209,22 @@ export function lineCheckInScript(
   credits: number[] | undefined,
 ): string {
   const int = (n: number | null) => (n === null ? 'NULL::int' : `${Math.trunc(n)}::int`);
-  return script.statement('nest_delay_line_check', LINE_CHECK, [
+  const pauseLock = `${PAUSE_LOCK_CLASS}, hashtext(${script.literal(line.type)})`;
+  const takePauseLock = `SELECT set_config('nest_delay.pause_free',
+    pg_try_advisory_xact_lock_shared(${pauseLock})::text, true)`;
+  return `${takePauseLock}; ${script.statement('nest_delay_line_check', LINE_CHECK, [
     script.literal(line.type),
     script.literal(line.key),
     int(declared.concurrency),
     credits ? `ARRAY[${credits.map(int).join(', ')}]::int[]` : 'NULL::int[]',
     script.literal(holder),
     declared.rate !== null ? 'true' : 'false',
-  ]);
+  ])}`;
 }
 
 /** $1–$6: the type, the key, the declared concurrency, the credits taken (null: none), their holder, paced. */
 const LINE_CHECK = `WITH pause_lock AS (
-       SELECT pg_try_advisory_xact_lock_shared(${PAUSE_LOCK_CLASS}, hashtext($1)) AS ok
+       SELECT current_setting('nest_delay.pause_free')::boolean AS ok
      ), limits AS (
        SELECT l.paused_at, l.overridden, l.concurrency, l.rate_starts,
               l.declared_at, l.declared_concurrency, l.declared_rate_starts
