@@ -1,7 +1,10 @@
 import { Injectable, Module } from '@nestjs/common';
 import { DelayAdmin, DelayLimits, DelayedTaskHandler, type TaskContext } from 'nest-delay';
 import { ManualClock } from 'nest-delay/testing';
+import pg from 'pg';
 import { releaseExpiredInstances } from '../../packages/nest-delay/src/lease/lease-statements.js';
+import { lineCheckInScript } from '../../packages/nest-delay/src/limits/limit-statements.js';
+import type { GateClaim } from '../../packages/nest-delay/src/limits/gate-line.types.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { SECOND, createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
 
@@ -239,6 +242,64 @@ describe('a pause while a gate claim runs', () => {
     for (const entry of entries.filter((e) => e.event === 'started'))
       startsByTask.set(entry.taskId, (startsByTask.get(entry.taskId) ?? 0) + 1);
     expect([...startsByTask.values()]).toEqual([1, 1, 1, 1, 1]);
+  });
+});
+
+describe("a gate claim's line check while pause() and resume() take turns", () => {
+  it('lets no claim through whose type a pause had committed before the claim held its pause lock', async () => {
+    const app = await boot('dd-race', new ManualClock());
+    const limits = app.moduleRef.get(DelayLimits);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    // The opening of a gate's claim as the engine sends it (values in place, unprepared).
+    const check = lineCheckInScript(
+      {
+        literal: (value) => client.escapeLiteral(value),
+        statement: (_name, text, values) =>
+          text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]),
+      },
+      {
+        line: { type: 'dd.seated', key: 'race' },
+        declared: { concurrency: 1, rate: null },
+      } as GateClaim,
+      'dd-race',
+      undefined,
+    );
+    let toggling = true;
+    const toggle = (async () => {
+      while (toggling) {
+        await limits.pause('dd.seated');
+        await limits.resume('dd.seated');
+      }
+    })();
+    let passed = 0;
+    let refused = 0;
+    const through: unknown[] = [];
+    try {
+      // Behaviour, not timing: the loop only gives the turns many chances to meet.
+      for (let i = 0; i < 1500; i++) {
+        const replies = (await client.query(
+          `BEGIN; ${check}; SELECT paused_at FROM delay_type_limit WHERE type = 'dd.seated'`,
+        )) as unknown as pg.QueryResult[];
+        await client.query('ROLLBACK');
+        const answer = replies[replies.length - 2].rows[0].refused;
+        const pausedAt = replies[replies.length - 1].rows[0].paused_at;
+        if (answer !== null) refused++;
+        else {
+          passed++;
+          // The claim holds the pause lock shared: no pause commits until it ends,
+          // so one read now shows one that committed before the check, which let it through.
+          if (pausedAt !== null) through.push(pausedAt);
+        }
+      }
+    } finally {
+      toggling = false;
+      await toggle;
+      await client.end();
+    }
+    expect(through).toEqual([]);
+    expect(passed).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
   });
 });
 
