@@ -605,9 +605,10 @@ async function runIdle(
           }),
         ),
       );
-      // Every task still pending and in a gate, but those a gate's claim has
-      // taken with the one holding the slot (up to a batch of 50 a claim),
-      // and the gates settled (the same count twice, 500 ms apart).
+      // Every task still pending, the gates settled (the same count twice,
+      // 500 ms apart) and, with a limit, the slot held. A gate holds at most
+      // its capacity (LimitGate): the rest wait in the table, read back as
+      // it empties, so the count in the gates is reported, not required.
       let last = -1;
       await waitFor(`${waiting} tasks in the gates`, 120_000, async () => {
         const states = await Promise.all(
@@ -624,9 +625,9 @@ async function runIdle(
         inGatesAtStart = inGates;
         return (
           settled &&
+          inGates > 0 &&
           states[0].waiting === waiting &&
-          inGates >= waiting - 50 * instances &&
-          (scene === 'paused' ? inGates === waiting : holding === 1)
+          (scene === 'paused' || holding === 1)
         );
       });
     }
