@@ -610,7 +610,7 @@ async function runIdle(
       // its capacity (LimitGate): the rest wait in the table, read back as
       // it empties, so the count in the gates is reported, not required.
       let last = -1;
-      await waitFor(`${waiting} tasks in the gates`, 120_000, async () => {
+      await waitFor(`${waiting} tasks waiting and the gates settled`, 120_000, async () => {
         const states = await Promise.all(
           apps.map((app) =>
             app.call<{ waiting: number; waitingHere: number; holding: number }>('waiting', {

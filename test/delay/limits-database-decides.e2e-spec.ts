@@ -4,6 +4,10 @@ import { ManualClock } from 'nest-delay/testing';
 import pg from 'pg';
 import { releaseExpiredInstances } from '../../packages/nest-delay/src/lease/lease-statements.js';
 import { lineCheckInScript } from '../../packages/nest-delay/src/limits/limit-statements.js';
+import {
+  PreparedStatements,
+  claimConnection,
+} from '../../packages/nest-delay/src/store/claim-connection.js';
 import type { GateClaim } from '../../packages/nest-delay/src/limits/gate-line.types.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { SECOND, createDelayTestApp, type DelayTestApp } from './delay-test-app.js';
@@ -249,22 +253,17 @@ describe("a gate claim's line check while pause() and resume() take turns", () =
   it('lets no claim through whose type a pause had committed before the claim held its pause lock', async () => {
     const app = await boot('dd-race', new ManualClock());
     const limits = app.moduleRef.get(DelayLimits);
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    // The opening of a gate's claim as the engine sends it (values in place, unprepared).
-    const check = lineCheckInScript(
-      {
-        literal: (value) => client.escapeLiteral(value),
-        statement: (_name, text, values) =>
-          text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]),
-      },
-      {
-        line: { type: 'dd.seated', key: 'race' },
-        declared: { concurrency: 1, rate: null },
-      } as GateClaim,
-      'dd-race',
-      undefined,
-    );
+    // The opening of a gate's claim as the engine sends it, on a connection of its own.
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const source = {
+      dataSource: undefined,
+      prepared: new PreparedStatements(true),
+      connect: () => pool.connect(),
+    };
+    const gated = {
+      line: { type: 'dd.seated', key: 'race' },
+      declared: { concurrency: 1, rate: null },
+    } as GateClaim;
     let toggling = true;
     const toggle = (async () => {
       while (toggling) {
@@ -278,12 +277,16 @@ describe("a gate claim's line check while pause() and resume() take turns", () =
     try {
       // Behaviour, not timing: the loop only gives the turns many chances to meet.
       for (let i = 0; i < 1500; i++) {
-        const replies = (await client.query(
-          `BEGIN; ${check}; SELECT paused_at FROM delay_type_limit WHERE type = 'dd.seated'`,
-        )) as unknown as pg.QueryResult[];
-        await client.query('ROLLBACK');
-        const answer = replies[replies.length - 2].rows[0].refused;
-        const pausedAt = replies[replies.length - 1].rows[0].paused_at;
+        const connection = await claimConnection(source);
+        const check = lineCheckInScript(connection.script, gated, 'dd-race', undefined);
+        const replies = await connection.begin('', 60_000, check);
+        const [{ refused: answer }] = replies[replies.length - 1] as Array<{ refused: unknown }>;
+        const [{ paused_at: pausedAt }] = await connection.sql.rows<{ paused_at: Date | null }>(
+          `SELECT paused_at FROM delay_type_limit WHERE type = $1`,
+          ['dd.seated'],
+        );
+        await connection.commit('SELECT 1');
+        await connection.release();
         if (answer !== null) refused++;
         else {
           passed++;
@@ -295,7 +298,7 @@ describe("a gate claim's line check while pause() and resume() take turns", () =
     } finally {
       toggling = false;
       await toggle;
-      await client.end();
+      await pool.end();
     }
     expect(through).toEqual([]);
     expect(passed).toBeGreaterThan(0);
