@@ -86,7 +86,7 @@ describeWithServer('attempt notes of live claims', () => {
       await second.query('BEGIN');
       expect(await claimTasks(sqlOf(second), [id], now, secondNote, false)).toEqual({
         claimed: [],
-        deferred: [id],
+        alone: [id],
         gated: [],
         passed: [],
         unhandled: [],
@@ -102,7 +102,7 @@ describeWithServer('attempt notes of live claims', () => {
       await first.query('BEGIN');
       expect(await claimTasks(sqlOf(first), [id], now, firstNote, false)).toEqual({
         claimed: [],
-        deferred: [],
+        alone: [],
         gated: [],
         passed: [],
         unhandled: [],
@@ -233,7 +233,7 @@ describeWithServer('attempt notes of live claims', () => {
       await next.query('BEGIN');
       expect(await claimTasks(sqlOf(next), [id], now, note, false)).toEqual({
         claimed: [],
-        deferred: [id],
+        alone: [id],
         gated: [],
         passed: [],
         unhandled: [],
@@ -306,7 +306,7 @@ describeWithServer('a batch rerun with savepoints after a failure in its optimis
           )
         ).rows;
         const counts = looked.dead ? await takeOrphanedNotes(otherSql, [healthy.id], '0') : [];
-        const policy = new WindowPolicy({ windowMs: 3_600_000, instanceId: 'other' });
+        const policy = new WindowPolicy({ windowMs: 3_600_000, instanceId: 'other', leaseMs: 30_000 });
         for (const { row, times } of counts) {
           const change = charge(row, times, 'cut off', row.due_at.getTime(), Date.now(), policy);
           await writeCharge(otherSql, change, new Date(), null);

@@ -10,8 +10,7 @@ import { DELAY_OPTIONS } from './delay.tokens.js';
 import { parseDuration } from './duration.js';
 import { isLimited, NO_LIMIT, resolveLimit, type ResolvedLimit } from './task-limit.js';
 import { DuplicateHandlerError } from './errors/delay-errors.js';
-import type { TaskOutcome } from './task-outcome.js';
-import type { TaskContext } from './task.types.js';
+import type { TaskContext, TaskOutcome } from './task.types.js';
 
 export type TaskHandlerFn = (
   payload: any,

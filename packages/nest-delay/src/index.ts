@@ -37,7 +37,7 @@ export {
   type TaskTiming,
   type TypedHandler,
 } from './task-definition.js';
-export { TaskOutcome } from './task-outcome.js';
+export { TaskOutcome } from './task.types.js';
 export type {
   DelayModuleOptions,
   HandlerOptions,

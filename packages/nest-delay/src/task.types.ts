@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { Duration } from './duration.js';
+import { parseDuration, type Duration } from './duration.js';
 
 /** JSON as Postgres' jsonb stores it. */
 export type JsonValue =
@@ -181,4 +181,32 @@ export interface Occurrence {
   scheduledAt: Date;
   /** The occurrence before it by the rule, whether that one ran or was missed; null for the first. */
   previousAt: Date | null;
+}
+
+/**
+ * What a handler can return instead of nothing, to say what became of its
+ * task (River's JobCancel and JobSnooze, Oban's `{:cancel, _}` and `{:snooze, _}`):
+ *
+ *     if (!isValid(payload)) return TaskOutcome.discard('payload.orderId is not a UUID');
+ *     if (!provider.ready()) return TaskOutcome.snooze('5m');
+ *
+ * Either way the handler's own writes through `manager` commit, as after a
+ * normal return. Throwing is still how a handler says "failed, retry me".
+ */
+export class TaskOutcome {
+  private constructor(
+    readonly kind: 'discard' | 'snooze',
+    readonly reason: string | undefined,
+    readonly snoozeMs: number,
+  ) {}
+
+  /** Dead-letter the task now, with `reason` as its last error: retrying cannot help it. */
+  static discard(reason: string): TaskOutcome {
+    return new TaskOutcome('discard', String(reason), 0);
+  }
+
+  /** Run the task again after `delay`, without spending an attempt. */
+  static snooze(delay: Duration): TaskOutcome {
+    return new TaskOutcome('snooze', undefined, parseDuration(delay, 'TaskOutcome.snooze delay'));
+  }
 }

@@ -6,8 +6,7 @@ import { CUT_OFF_GRACE_MS } from '../context/tuning.js';
 import { earlierOccurrenceRetrying } from '../schedules/recurring-statements.js';
 import type { Occurrence } from '../schedules/schedule.types.js';
 import type { ClaimConnection } from '../store/claim-connection.js';
-import { TaskOutcome } from '../task-outcome.js';
-import type { ClaimClient, TaskContext, TaskId } from '../task.types.js';
+import { TaskOutcome, type ClaimClient, type TaskContext, type TaskId } from '../task.types.js';
 import { toTask, type TaskRow, type ClaimRow } from '../tasks/task-row.js';
 import {
   complete,

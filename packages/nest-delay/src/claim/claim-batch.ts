@@ -11,11 +11,9 @@ import {
 } from './claim-statements.js';
 import type { ClaimRow } from '../tasks/task-row.js';
 import { deleteNote, LineRun, type LineGating } from '../limits/limit-statements.js';
-import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { failedDeferredCheck, type ClaimConnection } from '../store/claim-connection.js';
 import { writeCharge, writeFate } from '../tasks/fate-statements.js';
 import type { PassSpans } from '../tracing/pass-spans.js';
-import { compareIds } from '../task-ref.js';
 import type { TaskId } from '../task.types.js';
 import {
   charge,
@@ -41,7 +39,7 @@ export interface BatchResult {
   /** A gate's claim: tasks it did not try (it stopped short, or ran its time): back to their line. */
   left: TaskId[];
   /** Due tasks left unclaimed because they may only run alone: each gets a claim of its own. */
-  deferred: TaskId[];
+  alone: TaskId[];
   /** Ids it could not lock, still pending (moved later, or held by another transaction). */
   passed: PassedRow[];
   /** Due, of a type with no handler here: unclaimed, their lease let go. */
@@ -165,12 +163,11 @@ export class ClaimBatch {
           plan.noteId,
           plan.alone,
           cleared,
-          overdueAfterMs(this.ctx.options.leaseMs),
+          this.ctx.policy.overdueAfterMs,
           this.ctx.policy.handledTypes, // no other type is claimed (WindowPolicy.handles)
         );
       }
-      const { claimed } = result;
-      claimed.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || compareIds(a.id, b.id));
+      const { claimed } = result; // in due order
       let started = claimed;
       let fates: Fate[] | Redo;
       if (line) {
@@ -197,7 +194,7 @@ export class ClaimBatch {
       for (const fate of [...exhausted, ...fates]) logFate(this.ctx.logger, fate);
       return {
         claimedIds: new Set(started.map((row) => row.id)),
-        deferred: result.deferred,
+        alone: result.alone,
         passed: result.passed,
         unhandled: result.unhandled,
         gated: result.gated,

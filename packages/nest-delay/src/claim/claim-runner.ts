@@ -19,7 +19,6 @@ import type { Sql } from '../store/sql.js';
 import { charge, type Fate } from '../tasks/task-transitions.js';
 import { writeCharge } from '../tasks/fate-statements.js';
 import { forgetAttempts, forgetOnceUnlocked } from './attempt-notes.js';
-import { overdueAfterMs } from '../schedules/occurrence-plan.js';
 import { ClaimBatch, type BatchResult } from './claim-batch.js';
 import {
   claimInScript,
@@ -120,7 +119,7 @@ export class ClaimRunner {
               ids,
               now,
               noteId,
-              overdueAfterMs(ctx.options.leaseMs),
+              ctx.policy.overdueAfterMs,
               ctx.policy.handledTypes,
             );
       // Committed before the claim begins (in the same round trip as its
@@ -190,12 +189,12 @@ export class ClaimRunner {
       limitWaits,
     );
     for (const fate of result.fates) this.follow(fate);
-    // Every id given is claimed (its fate followed above), deferred, gated,
+    // Every id given is claimed (its fate followed above), left to run alone, gated,
     // back in its line (`left`, GateClaims.run), unhandled, passed, or no
     // longer pending (nothing to do): none is left nowhere. Gated: this
     // instance did not know its type was limited; the gate reads the limits again.
     if (result.gated.length > 0) this.gate.take(result.gated, true);
-    if (!gated) for (const id of result.deferred) host.queueAlone(id);
+    if (!gated) for (const id of result.alone) host.queueAlone(id);
     this.handBack(result.unhandled);
     this.followPassed(ids, result.passed);
     return result;

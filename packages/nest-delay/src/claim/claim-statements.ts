@@ -78,7 +78,7 @@ export interface Claimed {
    * Due tasks it locked but did not claim, because their last attempt was
    * cut off or another note lists them: each gets a claim of its own.
    */
-  deferred: TaskId[];
+  alone: TaskId[];
   /** Due, of a type the database says is limited or paused (FIRED_GATED): unclaimed, for the gate. */
   gated: TaskId[];
   /** Ids it did not lock that are still pending, as last committed (see PassedRow). */
@@ -91,7 +91,7 @@ export interface Claimed {
  * A task a claim was given but could not lock, still pending: its due time
  * was moved later, or another transaction held its row (SKIP LOCKED; the
  * row is then read as it was before that transaction). An id given to a
- * claim is claimed, deferred, gated, withdrawn, passed, or no longer pending:
+ * claim is claimed, left to run alone, gated, withdrawn, passed, or no longer pending:
  * the claim runner follows each of these, so no fired id is left nowhere.
  */
 export interface PassedRow {
@@ -107,14 +107,15 @@ export interface PassedRow {
  * here, in the same transaction as the handlers' effects, `executed_at` is
  * the exactly-once guarantee. SKIP LOCKED lets another instance holding the
  * same task move on instead of waiting; the pending test after the lock is
- * what stops a second execution. No ORDER BY: SKIP LOCKED never waits, so
- * lock order cannot deadlock; the caller sorts.
+ * what stops a second execution. Rows are locked in no order (SKIP LOCKED
+ * never waits, so lock order cannot deadlock) and returned in due order, ids
+ * breaking ties: the order their handlers run in.
  *
  * In the same statement the claim ends its own attempt note ($3: deleted
  * with the claim, so it disappears exactly when the claim commits). In a
  * batch (`alone` false), a task flagged as cut off (`interrupted_at`) or
  * listed in any other note, dead or alive, is locked but left unclaimed and
- * returned in `deferred`: it runs in a claim of its own, so a task that
+ * returned in `alone`: it runs in a claim of its own, so a task that
  * kills its process takes no batch-mates with it. The claim clears the flag
  * (the one transition that does): if it rolls back, the flag is back.
  *
@@ -138,7 +139,7 @@ export async function claimTasks(
   alone: boolean,
   /** A gate's claim: its line's type, which its line check cleared (null: a plain claim). */
   cleared: string | null = null,
-  /** Occurrences due longer ago are overdue (occurrence-plan.ts): two leases, the default's by default. */
+  /** Occurrences due longer ago are overdue (WindowPolicy.overdueAfterMs): two leases, the default's by default. */
   overdueAfterMs = 60_000,
   /** The types this instance has handlers for (null: any type); see WindowPolicy.handles. */
   handled: readonly string[] | null = null,
@@ -185,7 +186,7 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
   const first = wire[0];
   return {
     claimed: wire.filter((row) => row.id !== null).map((row) => fromWire(row, now)),
-    deferred: first?.deferred ?? [],
+    alone: first?.alone ?? [],
     gated: first?.gated ?? [],
     passed: (first?.passed ?? []).map((p) => ({
       id: p.id,
@@ -198,7 +199,7 @@ export function readClaimed(rows: unknown[], now: Date): Claimed {
 }
 
 export type ClaimedWire = ClaimWire & {
-  deferred: TaskId[] | null;
+  alone: TaskId[] | null;
   gated: TaskId[] | null;
   passed: Array<{ id: TaskId; type: string; due: number; locked_by: string | null }> | null;
   unhandled: TaskId[] | null;
@@ -382,12 +383,13 @@ const FIRED_CLAIM = `WITH mine AS (
        -- [timeline] a task with an entity records its attempt, by the note's instance.
        ${startedEvents('claimed', '$2', '(SELECT instance_id FROM mine)')}
      )
-     SELECT claimed.*, left_over.deferred, left_over.gated, left_over.passed, left_over.unhandled
+     SELECT claimed.*, left_over.alone, left_over.gated, left_over.passed, left_over.unhandled
      FROM (SELECT NULLIF(ARRAY(SELECT id FROM due WHERE handled AND NOT gated AND withdrawn IS NULL
-                                  AND id NOT IN (SELECT id FROM runnable)), '{}') AS deferred,
+                                  AND id NOT IN (SELECT id FROM runnable)), '{}') AS alone,
                   NULLIF(ARRAY(SELECT id FROM due WHERE NOT handled), '{}') AS unhandled,
                   NULLIF(ARRAY(SELECT id FROM due WHERE gated AND withdrawn IS NULL), '{}') AS gated,
                   (SELECT json_agg(json_build_object('id', id::text, 'type', type,
                                                      'due', extract(epoch FROM due_at) * 1000, 'locked_by', locked_by))
                    FROM passed) AS passed) left_over
-     LEFT JOIN claimed ON true`;
+     LEFT JOIN claimed ON true
+     ORDER BY claimed.due_at, claimed.id`;

@@ -12,7 +12,7 @@ import { followCancel, followFate, followWrite, TaskWheel } from './task-wheel.j
 describe('which tasks the wheel holds (firing/holds)', () => {
   function setup() {
     const clock = new ManualClock(1_000_000);
-    const options = { slots: 60, tickMs: 1000, windowMs: 60_000, instanceId: 'me' };
+    const options = { slots: 60, tickMs: 1000, windowMs: 60_000, instanceId: 'me', leaseMs: 30_000 };
     const policy = new WindowPolicy(options);
     policy.setRunning(true);
     policy.setHandledTypes(['mine']);

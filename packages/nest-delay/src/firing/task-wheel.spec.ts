@@ -8,7 +8,7 @@ import { WindowPolicy } from '../tasks/window-policy.js';
 describe('TaskWheel', () => {
   function setup() {
     const clock = new ManualClock(1_000_000);
-    const options = { slots: 60, tickMs: 1000, windowMs: 60_000, instanceId: 'me' };
+    const options = { slots: 60, tickMs: 1000, windowMs: 60_000, instanceId: 'me', leaseMs: 30_000 };
     const policy = new WindowPolicy(options);
     policy.setRunning(true);
     const ctx = {

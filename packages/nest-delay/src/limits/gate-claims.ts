@@ -22,7 +22,7 @@ export interface LineClaimEnd {
   /** Not tried: a refusal, or the claim's time ran out. */
   left: TaskId[];
   /** Their last attempt was cut off: each runs alone. */
-  deferred: TaskId[];
+  alone: TaskId[];
   refused: LineRefusal | null;
 }
 
@@ -125,13 +125,13 @@ export class GateClaims {
         if (outcome.kind !== 'rate') outcome = { kind: 'ran' };
       } else if (ended) {
         const left = new Set(ended.left);
-        const deferred = new Set(ended.deferred);
+        const alone = new Set(ended.alone);
         // Not tried (a refusal, or its time ran out): back to the line as they were.
         back.push(...items.filter((item) => left.has(item.id)));
         // Cut off last time: again, alone.
         back.push(
           ...items
-            .filter((item) => deferred.has(item.id))
+            .filter((item) => alone.has(item.id))
             .map((item) => ({ ...item, alone: true })),
         );
         if (ended.refused === 'unpaced') outcome = { kind: 'stale' };

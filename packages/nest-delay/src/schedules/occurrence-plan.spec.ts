@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import {
   MAX_PLANNED_PER_ROUND,
-  overdueAfterMs,
   overdueKept,
   planOccurrences,
   type CatchUp,
@@ -10,6 +9,7 @@ import {
 import { Recurrence, type RecurrenceSpec } from './recurrence.js';
 import { planRetryDelayMs } from './schedule-planner.js';
 import { PLAN_RETRY_MAX_MS } from '../context/tuning.js';
+import { WindowPolicy } from '../tasks/window-policy.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -287,6 +287,8 @@ describe('planOccurrences for any rule, round and policy', () => {
 });
 
 const LEASE = 30_000;
+const overdueAfterMs = (leaseMs: number) =>
+  new WindowPolicy({ windowMs: 60_000, instanceId: 'me', leaseMs }).overdueAfterMs;
 /** The planner's and the verdict's test: overdue by more than two leases. */
 const pastGrace = (dueAtMs: number, nowMs: number) => dueAtMs < nowMs - overdueAfterMs(LEASE);
 

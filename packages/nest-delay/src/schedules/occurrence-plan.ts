@@ -9,16 +9,6 @@ export interface PlanPolicy {
   catchUpCap: number;
 }
 
-/**
- * How long an occurrence may be overdue before the catch-up policy applies:
- * two leases. A crashed instance's tasks are taken over within a lease and a
- * heartbeat, so one that late means no instance ran. The claim statement
- * (claim/claim-statements.ts) applies the same rule in SQL.
- */
-export function overdueAfterMs(leaseMs: number): number {
-  return 2 * leaseMs;
-}
-
 /** How many occurrences overdue by more than that a policy runs, the latest ones; the verdict's SQL says the same. */
 export function overdueKept(policy: PlanPolicy): number {
   return policy.catchUp === 'skip' ? 0 : policy.catchUp === 'one' ? 1 : policy.catchUpCap;

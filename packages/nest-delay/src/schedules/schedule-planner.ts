@@ -1,6 +1,6 @@
 import { errorText } from '../delay.messages.js';
 import type { HandlerRegistry } from '../handler-registry.js';
-import { overdueAfterMs, planOccurrences, type OccurrencePlan } from './occurrence-plan.js';
+import { planOccurrences, type OccurrencePlan } from './occurrence-plan.js';
 import type { ScheduleRegistry } from './schedule-registry.js';
 import { recurrenceOf } from './schedule-spec.js';
 import {
@@ -148,7 +148,7 @@ export class SchedulePlanner implements LifecycleService {
   }
 
   private planPage(): Promise<{ planned: number; full: boolean }> {
-    const { db, clock, policy, options, logger } = this.ctx;
+    const { db, clock, policy, logger } = this.ctx;
     return db.transaction(async (sql) => {
       let planned = 0;
       const nowMs = clock.now();
@@ -162,7 +162,7 @@ export class SchedulePlanner implements LifecycleService {
       for (const row of rows) {
         let plan: OccurrencePlan;
         try {
-          plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), overdueAfterMs(options.leaseMs));
+          plan = this.planOf(row, nowMs, policy.horizonMs(nowMs), policy.overdueAfterMs);
         } catch (error) {
           // Set aside, not skipped, so the next page does not find it again.
           const retryAt = new Date(nowMs + planRetryDelayMs(row.plan_failures));

@@ -17,7 +17,7 @@ const now = 1_000_000;
 const MINUTE = 60_000;
 
 function running(): WindowPolicy {
-  const policy = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me' });
+  const policy = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me', leaseMs: 30_000 });
   policy.setHandledTypes(['mine']);
   policy.setRunning(true);
   return policy;
@@ -64,7 +64,7 @@ describe('task transitions', () => {
       error: 'boom',
     });
     // The fourth of ten attempts backs off 8 minutes; past a 5-minute window it is left unleased.
-    const narrow = new WindowPolicy({ windowMs: 5 * MINUTE, instanceId: 'me' });
+    const narrow = new WindowPolicy({ windowMs: 5 * MINUTE, instanceId: 'me', leaseMs: 30_000 });
     narrow.setRunning(true);
     expect(fail(claimed(4, 10), 'boom', now, rules(narrow))).toMatchObject({
       transition: 'retry',
@@ -169,7 +169,7 @@ describe('reschedule-entity', () => {
 
   it("leases nothing in a caller's transaction, nor on an instance that is not running", () => {
     expect(rescheduleEntity({ toMs: now }, now, running(), true).lockedBy).toBeNull();
-    const stopped = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me' });
+    const stopped = new WindowPolicy({ windowMs: 10 * MINUTE, instanceId: 'me', leaseMs: 30_000 });
     expect(rescheduleEntity({ toMs: now }, now, stopped, false).lockedBy).toBeNull();
   });
 });

@@ -2,7 +2,7 @@ import { WindowPolicy } from './window-policy.js';
 
 describe('WindowPolicy', () => {
   const now = 1_000_000;
-  const policy = () => new WindowPolicy({ windowMs: 60_000, instanceId: 'me' });
+  const policy = () => new WindowPolicy({ windowMs: 60_000, instanceId: 'me', leaseMs: 30_000 });
 
   it('leases nothing and holds nothing while the instance is not running', () => {
     const p = policy();

@@ -10,7 +10,9 @@ export class WindowPolicy {
   private handled: readonly string[] = [];
   private handledSet = new Set<string>();
 
-  constructor(private readonly options: Pick<ResolvedDelayOptions, 'windowMs' | 'instanceId'>) {}
+  constructor(
+    private readonly options: Pick<ResolvedDelayOptions, 'windowMs' | 'instanceId' | 'leaseMs'>,
+  ) {}
 
   /** Set by the runtime: an instance that is not running holds and leases nothing. */
   setRunning(running: boolean): void {
@@ -33,6 +35,16 @@ export class WindowPolicy {
 
   handles(type: string): boolean {
     return this.handledSet.has(type);
+  }
+
+  /**
+   * How long an occurrence of a schedule may be overdue before its catch-up
+   * policy applies: two leases. A crashed instance's tasks are taken over
+   * within a lease and a heartbeat, so one that late means no instance ran.
+   * The planner and the claim's verdict on an occurrence both apply it.
+   */
+  get overdueAfterMs(): number {
+    return 2 * this.options.leaseMs;
   }
 
   /** Tasks due before this instant belong in a wheel. */

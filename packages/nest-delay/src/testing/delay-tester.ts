@@ -10,8 +10,13 @@ import { findTasks, type TaskFilter } from '../tasks/task-statements.js';
 import { DelaySchedules } from '../schedules/delay-schedules.service.js';
 import { ScheduleRegistry } from '../schedules/schedule-registry.js';
 import { toTask } from '../tasks/task-row.js';
-import { TaskOutcome } from '../task-outcome.js';
-import type { ClaimClient, DelayedTask, JsonValue, TaskId } from '../task.types.js';
+import {
+  TaskOutcome,
+  type ClaimClient,
+  type DelayedTask,
+  type JsonValue,
+  type TaskId,
+} from '../task.types.js';
 import type { Sql } from '../store/sql.js';
 import { upsertSchedule } from '../schedules/schedule-statements.js';
 import { ManualClock } from './manual-clock.js';
