@@ -6,7 +6,7 @@ import {
   claimConnection,
   pgClientOf,
   pgPoolOf,
-  setTransactionBooks,
+  setTransactionState,
   transactionDepth,
 } from '../../packages/nest-delay/src/store/claim-connection.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -75,12 +75,12 @@ describe('the TypeORM and pg internals nest-delay relies on', () => {
     }
   });
 
-  it('TypeORM reads those books: a transaction begun behind its back then nests and commits through it', async () => {
+  it('TypeORM reads that state: a transaction begun behind its back then nests and commits through it', async () => {
     const runner = dataSource.createQueryRunner();
     try {
       const client = await pgClientOf(runner);
       await client.query('BEGIN', undefined);
-      setTransactionBooks(runner, true, 1);
+      setTransactionState(runner, true, 1);
       // TypeORM sees a transaction under way: a savepoint, not a second BEGIN.
       await runner.startTransaction();
       await runner.query('CREATE TEMP TABLE seam_probe (n int)');
@@ -90,7 +90,7 @@ describe('the TypeORM and pg internals nest-delay relies on', () => {
       ]);
       await runner.commitTransaction();
       expect(runner.isTransactionActive).toBe(false);
-      // And after books closed behind its back, it begins afresh.
+      // And after the state closed behind its back, it begins afresh.
       await runner.startTransaction();
       expect(transactionDepth(runner)).toBe(1);
       await runner.rollbackTransaction();

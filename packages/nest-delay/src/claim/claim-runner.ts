@@ -46,7 +46,7 @@ export interface ClaimHost {
  * with its BEGIN, the batch (ClaimBatch), then the wheel follows each fate,
  * the counters and the observer (observer-calls.ts) hear of them, ids the
  * claim could not lock are held again, and a handler cut off past its
- * timeout is charged. It keeps the book of its notes: the claims in flight
+ * timeout is charged. It keeps track of its notes: the claims in flight
  * (cut off at stop) and the notes it could not delete yet.
  */
 export class ClaimRunner {

@@ -31,7 +31,7 @@ export interface Line {
   blocked: 'busy' | 'rate' | null;
   backoffMs: number;
   /** When it last started a claim (a count): among heads due together, the line that waited longest goes first. */
-  turn: number;
+  lastClaim: number;
   /** A claim of it is taking rate credits: the next waits, so credits go in due order. */
   takingCredit: boolean;
   /** Its last take found every credit in flight: the next stamp or put-back says when to ask again. */

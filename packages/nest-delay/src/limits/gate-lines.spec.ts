@@ -79,7 +79,7 @@ describe('GateLines', () => {
     );
   });
 
-  it('gives heads due together turns: the line that waited longest since its last claim goes first', () => {
+  it('among heads due together, the line that waited longest since its last claim goes first', () => {
     const { lines } = linesWith({ t: one }, { batchSize: 1 });
     for (const key of ['a', 'b', 'c'])
       for (let i = 0; i < 3; i++) lines.add({ id: `${key}${i}`, type: 't', key, dueAtMs: 0 }, 100);

@@ -20,7 +20,8 @@ export class GateLines {
   private readonly lines = new Map<string, Line>();
   /** Ids waiting in a line or in a claim of the gate. */
   private readonly waitingIds = new Set<TaskId>();
-  private turns = 0;
+  /** Claims the lines have started: a line's lastClaim is this count when it started its last. */
+  private claims = 0;
   private count = 0;
 
   constructor(
@@ -95,7 +96,7 @@ export class GateLines {
       if (
         !best ||
         line.waiting[0].dueAtMs < best.waiting[0].dueAtMs ||
-        (line.waiting[0].dueAtMs === best.waiting[0].dueAtMs && line.turn < best.turn)
+        (line.waiting[0].dueAtMs === best.waiting[0].dueAtMs && line.lastClaim < best.lastClaim)
       )
         best = line;
     }
@@ -104,7 +105,7 @@ export class GateLines {
     const items = this.take(best, limits.effective.concurrency);
     this.count -= items.length;
     best.running++;
-    best.turn = ++this.turns;
+    best.lastClaim = ++this.claims;
     if (limits.effective.rate) best.takingCredit = true;
     return {
       line: best,
@@ -303,7 +304,7 @@ export class GateLines {
         readyAtMs: 0,
         blocked: null,
         backoffMs: 0,
-        turn: 0,
+        lastClaim: 0,
         takingCredit: false,
         creditsInFlight: false,
         putBacks: 0,

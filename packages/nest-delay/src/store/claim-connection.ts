@@ -6,7 +6,7 @@ import type { DelayExecutor } from '../task.types.js';
  * DataSource) whose transaction the claim drives by hand: BEGIN goes with the
  * attempt note and COMMIT with the note's unlock, each in one message, so
  * that behind a pooler in transaction mode the note's session lock stays with
- * the claim's server session. The runner's books and events are left as
+ * the claim's server session. The runner's transaction state and events are left as
  * TypeORM's own start/commitTransaction would leave them. Everything relied on
  * in TypeORM and `pg` beyond their public API is here, each assumption
  * checked by test/delay/typeorm-seam.e2e-spec.ts.
@@ -49,7 +49,7 @@ export type TransactionEvent =
   | 'AfterTransactionRollback';
 
 /** The fields TypeORM's own transaction methods keep (`transactionDepth` is protected). */
-interface Books {
+interface TransactionState {
   isTransactionActive: boolean;
   transactionDepth: number;
 }
@@ -66,14 +66,14 @@ export async function pgClientOf(runner: QueryRunner): Promise<PgClient> {
 
 /** How deep the runner's transaction nests: 1 for the outer one, one more per savepoint. */
 export function transactionDepth(runner: QueryRunner): number {
-  return (runner as unknown as Books).transactionDepth;
+  return (runner as unknown as TransactionState).transactionDepth;
 }
 
-/** Sets the runner's books as its own start/commit/rollback would leave them. */
-export function setTransactionBooks(runner: QueryRunner, active: boolean, depth: number): void {
-  const books = runner as unknown as Books;
-  books.isTransactionActive = active;
-  books.transactionDepth = depth;
+/** Sets the runner's transaction state as its own start/commit/rollback would leave it. */
+export function setTransactionState(runner: QueryRunner, active: boolean, depth: number): void {
+  const state = runner as unknown as TransactionState;
+  state.isTransactionActive = active;
+  state.transactionDepth = depth;
 }
 
 /** Tells the DataSource's subscribers what TypeORM's own transaction methods would. */
@@ -217,8 +217,8 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
   const runner = database.dataSource?.createQueryRunner();
   const pooled = runner ? undefined : await database.connect();
   const client: PgClient = runner ? await pgClientOf(runner) : pooled!;
-  const books = (active: boolean, depth: number) =>
-    runner && setTransactionBooks(runner, active, depth);
+  const state = (active: boolean, depth: number) =>
+    runner && setTransactionState(runner, active, depth);
   const tell = async (event: TransactionEvent) => {
     if (runner) await broadcast(runner, event);
   };
@@ -245,7 +245,7 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
     return Array.isArray(reply) ? reply : [reply];
   };
   const begun = async (): Promise<void> => {
-    books(true, 1);
+    state(true, 1);
     await tell('AfterTransactionStart');
   };
   return {
@@ -291,8 +291,8 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
     async restart(backstopMs) {
       await tell('BeforeTransactionRollback');
       await script(`ROLLBACK; BEGIN; ${limits(backstopMs)}`);
-      // Subscribers hear the rollback with the books closed, then a new start.
-      books(false, 0);
+      // Subscribers hear the rollback with the transaction closed, then a new start.
+      state(false, 0);
       await tell('AfterTransactionRollback');
       await tell('BeforeTransactionStart');
       await begun();
@@ -316,7 +316,7 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
         throw error;
       }
       const reply = replies[1];
-      books(false, 0);
+      state(false, 0);
       const committed = reply.command === 'COMMIT';
       await tell(committed ? 'AfterTransactionCommit' : 'AfterTransactionRollback');
       return committed;
@@ -336,7 +336,7 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
       // Closing the client ends the server session (its transaction rolls
       // back) and fails whatever query is in flight; released while closing,
       // the pool drops it instead of handing it out again. The runner's own
-      // release keeps TypeORM's books straight (a pool-level release behind
+      // release keeps TypeORM's own state straight (a pool-level release behind
       // its back would leave it waiting for this runner at destroy, forever).
       client.end().catch(() => undefined);
       if (runner) void runner.release().catch(() => undefined);
