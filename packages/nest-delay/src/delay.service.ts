@@ -25,7 +25,6 @@ import {
   cancel,
   cancelEntity,
   keyAction,
-  leaseFor,
   reschedule,
   rescheduleEntity,
   revive,
@@ -84,7 +83,7 @@ export class DelayService {
     const caller = this.caller(options);
     const nowMs = this.now();
     const inCaller = caller !== undefined;
-    const lockedBy = leaseFor(this.policy, req.dueAtMs, nowMs, inCaller, req.type);
+    const lockedBy = this.policy.leaseOnWrite(req.dueAtMs, nowMs, inCaller, req.type);
     const now = new Date(nowMs);
     const sql = this.db.in(caller);
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;
@@ -135,7 +134,7 @@ export class DelayService {
     const sql = this.db.in(caller);
     const nowMs = this.now();
     // Bulk rows are leased by the statement, each by its own due time against the horizon.
-    const lockedBy = leaseFor(this.policy, nowMs, nowMs, caller !== undefined);
+    const lockedBy = this.policy.leaseOnWrite(nowMs, nowMs, caller !== undefined);
     const now = new Date(nowMs);
     const horizon = new Date(this.policy.horizonMs(nowMs));
     const traceContext = this.runtime.ctx.tracing?.capture() ?? null;

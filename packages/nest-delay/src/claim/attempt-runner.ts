@@ -183,9 +183,8 @@ export class TaskTimeoutError extends Error {
  * failed attempt); if not, `onCutOff()` is thrown and the work is abandoned.
  *
  * `work` gets the controller, not its signal: reading `controller.signal`
- * builds an AbortSignal (an EventTarget, ~3 us), which a handler that never
- * looks at its signal should not pay for in a burst. One promise, no race or
- * async frame: this runs once per task.
+ * builds an AbortSignal, which a handler that never looks at it should not
+ * pay for. One promise, no race or async frame: this runs once per task.
  */
 export function withDeadline<T>(
   work: (controller: AbortController) => Promise<T>,

@@ -188,7 +188,7 @@ export class ClaimRunner {
       performance.now() - startedAt,
       limitWaits,
     );
-    for (const fate of result.fates) this.follow(fate);
+    for (const fate of result.fates) followFate(this.wheel, ctx, fate);
     // Every id given is claimed (its fate followed above), left to run alone, gated,
     // back in its line (`left`, GateClaims.run), unhandled, passed, or no
     // longer pending (nothing to do): none is left nowhere. Gated: this
@@ -235,11 +235,6 @@ export class ClaimRunner {
     for (const id of ids) this.wheel.hold(id, dueAtMs, type);
   }
 
-  /** The wheel follows a fate (the hold rules in firing/task-wheel.ts). */
-  private follow(fate: Fate): void {
-    followFate(this.wheel, this.ctx, fate);
-  }
-
   /**
    * A handler ignored its timeout and its claim was cut off: every effect of
    * the batch rolled back. Its attempt is charged (retried with backoff, or
@@ -260,7 +255,7 @@ export class ClaimRunner {
         const fate: Fate = { ...change, row };
         this.stats.recordOne(fate);
         reportFate(ctx.observer, fate, nowMs);
-        this.follow(fate);
+        followFate(this.wheel, ctx, fate);
       } else {
         // The row was not as claimed (a charge in the same claim rolled back
         // with it): its note stays, orphaned, and the task's next claim, alone,

@@ -168,12 +168,8 @@ export class TickDriver<V> {
   private armedAt: number | undefined;
 
   constructor(private readonly options: TickDriverOptions<V>) {
-    const { maxTicksPerBatch = 1000 } = options;
-    if (!Number.isInteger(maxTicksPerBatch) || maxTicksPerBatch < 1) {
-      throw new RangeError(`maxTicksPerBatch must be a positive integer; got ${maxTicksPerBatch}`);
-    }
     ({ wheel: this.wheel, queue: this.queue } = options);
-    this.maxTicksPerBatch = maxTicksPerBatch;
+    this.maxTicksPerBatch = options.maxTicksPerBatch ?? 1000;
   }
 
   get running(): boolean {

@@ -20,8 +20,7 @@ export class GateLines {
   private readonly lines = new Map<string, Line>();
   /** Ids waiting in a line or in a claim of the gate. */
   private readonly waitingIds = new Set<TaskId>();
-  /** Claims the lines have started: a line's lastClaim is this count when it started its last. */
-  private claims = 0;
+  private claims = 0; // started from the lines: a line's lastClaim is this count then
   private count = 0;
 
   constructor(

@@ -30,10 +30,6 @@ export class Pruner implements LifecycleService {
     );
   }
 
-  get deleted(): number {
-    return this.pruned;
-  }
-
   async start(): Promise<void> {
     const { keepFinishedMs, keepDeadMs } = this.ctx.options;
     if (keepFinishedMs !== null || keepDeadMs !== null) this.rounds.start();

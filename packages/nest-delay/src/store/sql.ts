@@ -95,11 +95,7 @@ export class Database {
 
   /** Statements on a pooled connection, each its own transaction. */
   get pool(): Sql {
-    const pool = this.pg;
-    return {
-      rows: async <T>(text: string, params: unknown[]) =>
-        (await pool.query(text, params)).rows as T[],
-    };
+    return clientSql(this.pg);
   }
 
   /** A connection of the pool, for a transaction driven by hand (a claim's). */
@@ -169,8 +165,8 @@ export function openDatabase(
   throw new Error(noDatabase());
 }
 
-/** Statements on one client. */
-function clientSql(client: PgClient): Sql {
+/** Statements on one client, or each on a pooled connection. */
+function clientSql(client: Pick<PgClient | PgPool, 'query'>): Sql {
   return {
     rows: async <T>(text: string, params: unknown[]) =>
       ((await client.query(text, params)) as PgResult).rows as T[],

@@ -24,21 +24,6 @@ export function hasAttemptsLeft(row: Pick<TaskRow, 'attempts' | 'max_attempts'>)
   return row.attempts < row.max_attempts;
 }
 
-/**
- * Who holds a task that is pending again (WindowPolicy.leaseOnWrite). Pass
- * `type` whenever it is known: a type not handled here must never be leased
- * here; where only the statement reads it, the action carries `handledTypes`.
- */
-export function leaseFor(
-  policy: WindowPolicy,
-  dueAtMs: number,
-  nowMs: number,
-  inCallerTransaction = false,
-  type?: string,
-): string | null {
-  return policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction, type);
-}
-
 // ---------------------------------------------------------------- the claim's outcomes
 
 /** The end of one claimed attempt: what the claim transaction commits for the task. */
@@ -117,7 +102,7 @@ export function fail(
     transition: 'retry',
     row,
     dueAtMs,
-    lockedBy: leaseFor(rules.policy, dueAtMs, nowMs),
+    lockedBy: rules.policy.leaseOnWrite(dueAtMs, nowMs),
     error,
     stack,
   };
@@ -134,7 +119,7 @@ export function snooze(
     transition: 'snooze',
     row,
     dueAtMs,
-    lockedBy: leaseFor(policy, dueAtMs, nowMs),
+    lockedBy: policy.leaseOnWrite(dueAtMs, nowMs),
     // Snoozing never spends an attempt, so it never dead-letters a task.
     attempts: row.attempts - 1,
   };
@@ -176,7 +161,7 @@ export function charge(
     transition: 'retry',
     row,
     dueAtMs: retryAtMs,
-    lockedBy: leaseFor(policy, retryAtMs, nowMs),
+    lockedBy: policy.leaseOnWrite(retryAtMs, nowMs),
     error: reason,
     attempts,
     times,
@@ -208,7 +193,7 @@ export function replace(
   return {
     transition: 'replace',
     dueAtMs,
-    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction, type),
+    lockedBy: policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction, type),
     attempts: 0,
   };
 }
@@ -236,7 +221,7 @@ export function debounce(
   return {
     transition: 'debounce',
     maxWaitMs,
-    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction, type),
+    lockedBy: policy.leaseOnWrite(nowMs, nowMs, inCallerTransaction, type),
     horizonMs: policy.horizonMs(nowMs),
     attempts: 0,
   };
@@ -288,7 +273,7 @@ export function reschedule(
   return {
     transition: 'reschedule',
     dueAtMs,
-    lockedBy: leaseFor(policy, dueAtMs, nowMs, inCallerTransaction),
+    lockedBy: policy.leaseOnWrite(dueAtMs, nowMs, inCallerTransaction),
     handledTypes: policy.handledTypes,
   };
 }
@@ -302,7 +287,7 @@ export function revive(
   return {
     transition: 'revive',
     dueAtMs: nowMs,
-    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    lockedBy: policy.leaseOnWrite(nowMs, nowMs, inCallerTransaction),
     handledTypes: policy.handledTypes,
   };
 }
@@ -341,7 +326,7 @@ export function rescheduleEntity(
     byMs: move.byMs ?? null,
     toMs: move.toMs ?? null,
     // Whoever holds a task due now holds any task due within the window.
-    lockedBy: leaseFor(policy, nowMs, nowMs, inCallerTransaction),
+    lockedBy: policy.leaseOnWrite(nowMs, nowMs, inCallerTransaction),
     horizonMs: policy.horizonMs(nowMs),
     handledTypes: policy.handledTypes,
   };

@@ -60,12 +60,14 @@ export class WindowPolicy {
    * Who holds a task this instance writes: itself if running, the task is due
    * within the window and of a type it handles. Never in a caller's
    * transaction: it may commit after the task falls due, and only an unleased
-   * task is found by a loader.
+   * task is found by a loader. Pass `type` whenever it is known: a type not
+   * handled here must never be leased here; where only the statement reads
+   * it, the action carries `handledTypes`.
    */
   leaseOnWrite(
     dueAtMs: number,
     nowMs: number,
-    inCallerTransaction: boolean,
+    inCallerTransaction = false,
     type?: string,
   ): string | null {
     if (inCallerTransaction || !this.running) return null;
