@@ -2,11 +2,18 @@
 // engine is packages/nest-delay/src without its tests (*.spec.ts), the board
 // (admin-module/) and the ORM bindings (bindings/), which the issue counts
 // apart. A line is a comment when it starts (after spaces) with //, /* or *.
+//
+// With --check (the lint) it fails when an engine file is over 400 lines, or
+// when the engine's code, comments, blank lines and migrations apart, is over
+// CODE_BUDGET: comments that state invariants are asked for, not counted
+// against, and a migration, once released, never changes or goes. A feature
+// that needs more raises the budget in its own commit, with its reason.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const ROOT = 'packages/nest-delay/src';
 const APART = ['admin-module', 'bindings'];
+const CODE_BUDGET = 10_500;
 
 function* sources(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -41,10 +48,15 @@ console.log('|---|---:|---:|---:|---:|---:|');
 for (const [name, s] of [...folders].sort((a, b) => b[1].total - a[1].total))
   console.log(row(name, s));
 console.log(row('**engine**', all));
+const migrations = folders.get('migrations/');
+const budgeted =
+  all.total - all.blank - all.comment - (migrations.total - migrations.blank - migrations.comment);
 const over = files.filter((f) => f.total > 400).map((f) => `${f.path} (${f.total})`);
-console.log(`\nFiles over 400 lines: ${over.length === 0 ? 'none' : over.join(', ')}`);
-// The lint runs this with --check: a file over 400 lines fails it.
-if (process.argv.includes('--check') && over.length > 0) {
-  console.error(`engine files over 400 lines: ${over.join(', ')}`);
-  process.exitCode = 1;
+console.log(`\nCode without migrations: ${budgeted} lines (budget ${CODE_BUDGET})`);
+console.log(`Files over 400 lines: ${over.length === 0 ? 'none' : over.join(', ')}`);
+if (process.argv.includes('--check')) {
+  if (over.length > 0) console.error(`engine files over 400 lines: ${over.join(', ')}`);
+  if (budgeted > CODE_BUDGET)
+    console.error(`the engine's code without migrations is ${budgeted} lines, over ${CODE_BUDGET}`);
+  if (over.length > 0 || budgeted > CODE_BUDGET) process.exitCode = 1;
 }
