@@ -3,15 +3,17 @@
 // (admin-module/) and the ORM bindings (bindings/), which the issue counts
 // apart. A line is a comment when it starts (after spaces) with //, /* or *.
 //
-// With --check (the lint) it fails when an engine file is over 400 lines, or
+// With --check (the lint) it fails when an engine file is over 400 lines (every
+// line counts there, as the issue counts them), or
 // when the engine's code, comments, blank lines and migrations apart, is over
 // CODE_BUDGET: comments that state invariants are asked for, not counted
 // against, and a migration, once released, never changes or goes. A feature
 // that needs more raises the budget in its own commit, with its reason.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { URL, fileURLToPath } from 'node:url';
 
-const ROOT = 'packages/nest-delay/src';
+const ROOT = fileURLToPath(new URL('../packages/nest-delay/src', import.meta.url));
 const APART = ['admin-module', 'bindings'];
 const CODE_BUDGET = 10_500;
 

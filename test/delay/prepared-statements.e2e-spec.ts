@@ -34,6 +34,24 @@ class SessionHandlers {
     SessionHandlers.seen.push(rows.map((r) => r.name));
   }
 
+  /**
+   * Its session gets another release's claim statement, prepared under the
+   * name the claim's statement has (nest_delay_claim_script), as a pooler's
+   * shared session would: it takes the claim's parameters and claims nothing.
+   */
+  @DelayedTaskHandler('prepared.other-release')
+  async otherRelease(_payload: unknown, context: TaskContext) {
+    await recordEffect(context.manager, context);
+    const held: unknown[] = await context.manager.query(
+      `SELECT 1 FROM pg_prepared_statements WHERE name = 'nest_delay_claim_script'`,
+    );
+    if (held.length > 0) await context.manager.query('DEALLOCATE nest_delay_claim_script');
+    await context.manager.query(
+      `PREPARE nest_delay_claim_script (bigint[], timestamptz, bigint, boolean, int, text, text[])
+       AS SELECT NULL::bigint AS id WHERE false`,
+    );
+  }
+
   /** Its session forgets every prepared statement, as a pooler's next session would not have them. */
   @DelayedTaskHandler('prepared.forgets')
   async forgets(_payload: unknown, context: TaskContext) {
@@ -76,12 +94,45 @@ describeWithServer('prepared claims', () => {
       try {
         await t.delay.schedule({ type: 'prepared.looks', payload: null, runAt: t.clock.now() });
         await t.tester.runDue();
+        // Each name carries a hash of its text (statementName).
         expect(SessionHandlers.seen).toEqual([
-          prepared === false ? [] : ['nest_delay_claim_script', 'nest_delay_note'],
+          prepared === false
+            ? []
+            : [
+                expect.stringMatching(/^nest_delay_claim_script_[0-9a-f]{8}$/),
+                expect.stringMatching(/^nest_delay_note_[0-9a-f]{8}$/),
+              ],
         ]);
       } finally {
         await t.close();
       }
+    }
+  });
+
+  it("never runs another release's statement of the same name: the name carries its text's hash", async () => {
+    const logger = new CapturingLogger();
+    const t = await app(logger);
+    try {
+      const other = await t.delay.schedule({
+        type: 'prepared.other-release',
+        payload: null,
+        runAt: t.clock.now(),
+      });
+      await t.tester.runDue();
+      expect(await t.effects(other.id)).toBe(1);
+
+      // Claimed by this release's statement, on the session that holds the other's.
+      const next = await t.delay.schedule({
+        type: 'prepared.looks',
+        payload: null,
+        runAt: t.clock.now(),
+      });
+      await t.tester.runDue();
+      expect(await t.effects(next.id)).toBe(1);
+      expect(await attemptsOf(t, next.id)).toBe(1);
+      expect(logger.messages('error')).toEqual([]);
+    } finally {
+      await t.close();
     }
   });
 

@@ -81,6 +81,23 @@ describe('DelayTester.reset on a reused database', () => {
   });
 });
 
+/** The limit gate's picture of the rate-limited type, its ledger and the instance's lease, as JSON. */
+async function gateState(t: DelayTestApp): Promise<string> {
+  const runtime = t.delay['runtime'];
+  const gate = runtime.dispatcher.gate;
+  return JSON.stringify({
+    now: new Date(t.clock.now()),
+    limits: gate.book.of('reset.rate-limited'),
+    waiting: [...gate.waitingByType()],
+    gate: { busy: gate.busy, size: gate.size, hasReady: gate.hasReady },
+    dispatcher: { idle: runtime.dispatcher.idle, queued: runtime.dispatcher.queuedCount },
+    held: runtime.wheel.size,
+    credits: await t.query(`SELECT * FROM delay_limit_credit`),
+    instances: await t.query(`SELECT id, heartbeat_at, lease_until FROM delay_instance`),
+    task: await t.query(`SELECT id, due_at, locked_by, attempts FROM delayed_task`),
+  });
+}
+
 describe('DelayTester.reset', () => {
   let db: TestDatabase;
   let t: DelayTestApp;
@@ -107,6 +124,8 @@ describe('DelayTester.reset', () => {
     const start = t.clock.now();
     const task = await t.delay.schedule({ type: 'reset.rate-limited', delay: '1m' });
     await t.tester.advance('1m');
+    // Failed once in CI (still pending, 126ac55) and never in 60 runs here: what the gate saw, if again.
+    if ((await t.delay.get({ id: task.id }))?.state !== 'executed') console.log(await gateState(t));
     expect(await t.delay.get({ id: task.id })).toMatchObject({
       state: 'executed',
       executedAt: new Date(start + MINUTE),

@@ -84,15 +84,29 @@ export function broadcast(runner: QueryRunner, event: TransactionEvent): Promise
 /** Statements a session has prepared by SQL PREPARE in a script (see ScriptStatements). */
 const PREPARED_IN_SESSION = new WeakMap<object, Set<string>>();
 
+const SERVER_NAMES = new Map<string, { text: string; named: string }>();
+
+/**
+ * A statement's name and a hash of its text (FNV-1a): behind a pooler, a server session
+ * shared with another release, whose statement of that name has another text, never runs it.
+ */
+export function statementName(name: string, text: string): string {
+  const known = SERVER_NAMES.get(name);
+  if (known?.text === text) return known.named;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  const named = `${name}_${(hash >>> 0).toString(16).padStart(8, '0')}`;
+  SERVER_NAMES.set(name, { text, named });
+  return named;
+}
+
 /** Statements of a script (one message, no parameters: values quoted in). */
 export interface ScriptStatements {
   /** `value` as a SQL string literal, quoted by pg. */
   literal(value: string): string;
   /**
-   * `text` (with $1, $2, … placeholders) as a statement of a script, given
-   * its values as SQL: `EXECUTE name(values)` where the session can keep it
-   * prepared (`PREPARE name AS text` first, once per session), else the
-   * text with the values in place of its placeholders.
+   * `text` ($1, $2, …) with its values as SQL: EXECUTE where the session keeps it prepared (PREPARE
+   * first, once a session), else the text with the values in place of its placeholders.
    */
   statement(name: string, text: string, values: string[]): string;
 }
@@ -111,10 +125,8 @@ export interface ClaimConnection {
   /** Statements on this connection, skipping TypeORM's per-query bookkeeping on the hot path. */
   readonly sql: DelayExecutor;
   /**
-   * Sends `prelude` (statements without parameters, values quoted in), BEGIN
-   * and the transaction's limits, then `first` (see `script`) on its generic
-   * plan (see limits), in one round trip, leaving the runner in that
-   * transaction as startTransaction would. Returns each statement's rows.
+   * Sends `prelude` (no parameters), BEGIN, the transaction's limits and `first` (`script`, on its
+   * generic plan) in one round trip, the runner left as startTransaction would; each one's rows.
    */
   begin(prelude: string, backstopMs: number, first?: string): Promise<unknown[][]>;
   /** For statements sent in a script on this connection (begin's `first`). */
@@ -122,28 +134,21 @@ export interface ClaimConnection {
   /** Rolls the transaction back and begins another, with its limits, in one round trip. */
   restart(backstopMs: number): Promise<void>;
   /**
-   * Commits, as TypeORM's commitTransaction does (its events included), then
-   * runs `after` (no parameters) in the same round trip; says whether
-   * Postgres committed. False when a statement left the transaction aborted,
-   * or a deferred constraint failed its check (see failedDeferredCheck): then
-   * it is still open, for `restart`. Any other failure throws: close the connection.
+   * Commits as commitTransaction does (its events too), then `after`, in one round trip. False
+   * when a statement left the transaction aborted or a deferred check failed
+   * (failedDeferredCheck): still open, for `restart`. Any other failure throws: close it.
    */
   commit(after: string): Promise<boolean>;
   /**
-   * A savepoint pass's steps, one round trip each: `first` takes the first
-   * task's savepoint; `next` checks the task before's deferred constraints
-   * (DEFERRED_CHECK), releases its savepoint and takes the next; `last`
-   * checks and releases. A failed check leaves the savepoint aborted, for
-   * rollbackToSavepoint and the same step again. `probe` (one boolean: go
-   * on?) is sent last in the same round trip; returns its answer, else true.
+   * A savepoint pass's steps, a round trip each: `first` takes the first task's savepoint; `next`
+   * checks the task before's deferred constraints (DEFERRED_CHECK), releases it and takes the next;
+   * `last` checks and releases. A failed check leaves the savepoint aborted, for
+   * rollbackToSavepoint and the same step again. `probe` (go on?) is sent last: its answer.
    */
   savepoint(step: 'first' | 'next' | 'last', probe?: string): Promise<boolean>;
   /** Undoes the current task's writes: back to its savepoint, still open. */
   rollbackToSavepoint(): Promise<void>;
-  /**
-   * Destroys the connection now, whatever it is doing: the server rolls its
-   * transaction back, exactly as a crash would. For handlers that will not return.
-   */
+  /** Destroys the connection now, its transaction rolled back as a crash would (a hung handler). */
   cutOff(): void;
   release(): Promise<void>;
 }
@@ -152,10 +157,8 @@ export interface ClaimConnection {
 const IN_FAILED_TRANSACTION = '25P02';
 
 /**
- * A failure of the deferred checks run before COMMIT (SET CONSTRAINTS ALL
- * IMMEDIATE): an integrity constraint (class 23: a foreign key, unique,
- * exclusion or check) or a constraint trigger written in PL/pgSQL (class
- * P0). Raised before COMMIT runs, so the transaction is still open, aborted.
+ * A failure of the deferred checks before COMMIT (SET CONSTRAINTS ALL IMMEDIATE): an integrity
+ * constraint (class 23) or a PL/pgSQL constraint trigger (P0); the transaction is open, aborted.
  */
 export function failedDeferredCheck(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
@@ -187,11 +190,9 @@ function savepointScript(step: keyof typeof SAVEPOINT_STEP): string {
 }
 
 /**
- * Limits for the rest of a claim transaction (a frozen process cannot hold
- * its locks forever), local to it as SET LOCAL. With `pinPlan`, the statement
- * that follows runs on its generic plan, planned once a session: left to
- * choose, a session whose first claims took one task each plans every claim
- * anew. UNPIN puts the session's own setting back for the handlers.
+ * Limits for the rest of a claim transaction (a frozen process cannot hold its locks forever). With
+ * `pinPlan` the next statement runs on its generic plan, planned once a session (left to choose, a
+ * session whose first claims took one task each plans every claim anew); UNPIN puts it back.
  */
 function limits(backstopMs: number, pinPlan = false): string {
   const ms = `'${Math.min(2 ** 31 - 1, Math.max(1, Math.round(backstopMs)))}'`;
@@ -256,7 +257,8 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
         if (name === undefined || !prepared.enabled)
           return ((await client.query(text, params)) as PgResult).rows as T[];
         try {
-          return ((await client.query({ name, text, values: params })) as PgResult).rows as T[];
+          const named = { name: statementName(name, text), text, values: params };
+          return ((await client.query(named)) as PgResult).rows as T[];
         } catch (error) {
           prepared.failed(error);
           throw error;
@@ -274,9 +276,10 @@ export async function claimConnection(database: ClaimSource): Promise<ClaimConne
     },
     script: {
       literal,
-      statement(name, text, values) {
+      statement(base, text, values) {
         const inPlace = () => text.replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1]);
         if (!prepared.enabled) return inPlace();
+        const name = statementName(base, text);
         const execute = `EXECUTE ${name}(${values.join(', ')})`;
         let names = PREPARED_IN_SESSION.get(client);
         if (names?.has(name)) return execute;
