@@ -88,6 +88,29 @@ describe('a rate limit in simulated time', () => {
   });
 });
 
+describe('a rate limit in one advance', () => {
+  it('runs each start whose credit frees within the span, at the instant it frees', async () => {
+    // Past the window of any earlier test's starts: every credit is free.
+    await t.tester.advance('2m');
+    const base = t.clock.now();
+    const tasks = [];
+    for (let n = 0; n < 5; n++)
+      tasks.push(
+        await t.delay.schedule({ type: 'limited.rate', payload: { n }, runAt: base + SECOND }),
+      );
+    await t.tester.advance('3m');
+    const ran = await Promise.all(tasks.map((task) => t.delay.get({ id: task.id })));
+    // Two a minute: two at once, two when the first credits free, the last a minute later.
+    expect(ran.map((task) => task!.executedAt!.getTime() - base)).toEqual([
+      SECOND,
+      SECOND,
+      61 * SECOND,
+      61 * SECOND,
+      121 * SECOND,
+    ]);
+  });
+});
+
 describe('a concurrency limit per key', () => {
   it('runs one task of a shop at a time, the next in due order, and the other shops beside it', async () => {
     let open!: () => void;

@@ -58,10 +58,7 @@ export class GateLines {
     return false;
   }
 
-  /**
-   * A task joins its line in due order. 'here': already waiting (fired again
-   * meanwhile), once is enough; 'shed': the gate is full, it stays in the table.
-   */
+  /** A task joins its line in due order. 'here': waiting already; 'shed': the gate is full. */
   add(
     task: { id: TaskId; type: string; key: string; dueAtMs: number },
     nowMs: number,
@@ -122,10 +119,7 @@ export class GateLines {
     return true;
   }
 
-  /**
-   * What the claim of `claim` came to: `back` are its tasks that did not
-   * run (in their line again, in due order); the line moves on or waits.
-   */
+  /** What `claim` came to: `back` (its tasks not run) rejoins the line, which moves on or waits. */
   ended(claim: GateClaim, outcome: GateOutcome, back: GateItem[], nowMs: number): void {
     const { line } = claim;
     line.running--;
@@ -231,11 +225,15 @@ export class GateLines {
       if (line.blocked !== null && line.readyAtMs <= nowMs) line.blocked = null;
   }
 
-  /** When the earliest waiting line's wait ends (Infinity: none waits on time). */
-  nextWakeMs(): number {
+  /** When the earliest line's wait ends (Infinity: none); `credits`: a credit's known time only. */
+  nextWakeMs(credits = false): number {
     let atMs = Infinity;
-    for (const line of this.lines.values())
-      if (line.waiting.length > 0 && line.blocked !== null) atMs = Math.min(atMs, line.readyAtMs);
+    for (const line of this.lines.values()) {
+      const waits = credits
+        ? line.blocked === 'rate' && !line.creditsInFlight
+        : line.blocked !== null;
+      if (line.waiting.length > 0 && waits) atMs = Math.min(atMs, line.readyAtMs);
+    }
     return atMs;
   }
 

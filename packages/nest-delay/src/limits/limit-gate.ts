@@ -247,6 +247,11 @@ export class LimitGate implements LifecycleService {
     this.wake();
   }
 
+  /** When the next rate credit a waiting line waits for frees, as far as it knows (Infinity: none). */
+  nextCreditMs(): number {
+    return this.lines.nextWakeMs(true);
+  }
+
   /** One timer for the earliest line to become ready. */
   private arm(): void {
     if (this.stopped) return;

@@ -17,8 +17,10 @@ export interface RunReport extends TypeCounts {
 
 /**
  * Moves `clock` to `target` as time passes in a running app: it stops at each
- * instant something falls due, runs it and settles, then looks for the next.
- * Throws after `maxSteps` stops, leaving the clock where it stopped.
+ * instant something falls due (a task or an occurrence, as the tables say, or
+ * a rate credit a line of the limit gate waits for), runs it and settles, then
+ * looks for the next. Throws after `maxSteps` stops,
+ * leaving the clock where it stopped.
  */
 export async function walkTo(
   runtime: DelayRuntime,
@@ -36,14 +38,16 @@ export async function walkTo(
   await runtime.settle();
   for (let steps = 0; ; steps++) {
     const now = clock.now();
-    const found = await nextDueInstant(
+    const due = await nextDueInstant(
       pool,
       new Date(now),
       new Date(target),
       windowMs,
       runtime.ctx.policy.handledTypes,
     );
-    if (found === null) break;
+    const wake = runtime.dispatcher.gate.nextCreditMs();
+    const found = Math.min(due ?? Infinity, wake > now && wake <= target ? wake : Infinity);
+    if (found === Infinity) break;
     if (steps === maxSteps) {
       const ran = difference(runtime.dispatcher.stats.snapshot(), before);
       const span = [pool, new Date(start), new Date(now)] as const;
