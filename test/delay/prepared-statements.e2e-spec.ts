@@ -79,6 +79,13 @@ describeWithServer('prepared claims', () => {
     );
   }
 
+  /** Schedules a task of `type` due now and runs what is due. */
+  async function runNow(t: DelayTestApp, type: string) {
+    const task = await t.delay.schedule({ type, payload: null, runAt: t.clock.now() });
+    await t.tester.runDue();
+    return task;
+  }
+
   async function attemptsOf(t: DelayTestApp, id: string): Promise<number> {
     const [row] = await t.query<{ attempts: number }>(
       `SELECT attempts FROM delayed_task WHERE id = $1`,
@@ -92,8 +99,7 @@ describeWithServer('prepared claims', () => {
       SessionHandlers.seen = [];
       const t = await app(new CapturingLogger(), prepared);
       try {
-        await t.delay.schedule({ type: 'prepared.looks', payload: null, runAt: t.clock.now() });
-        await t.tester.runDue();
+        await runNow(t, 'prepared.looks');
         // Each name carries a hash of its text (statementName).
         expect(SessionHandlers.seen).toEqual([
           prepared === false
@@ -113,21 +119,11 @@ describeWithServer('prepared claims', () => {
     const logger = new CapturingLogger();
     const t = await app(logger);
     try {
-      const other = await t.delay.schedule({
-        type: 'prepared.other-release',
-        payload: null,
-        runAt: t.clock.now(),
-      });
-      await t.tester.runDue();
+      const other = await runNow(t, 'prepared.other-release');
       expect(await t.effects(other.id)).toBe(1);
 
       // Claimed by this release's statement, on the session that holds the other's.
-      const next = await t.delay.schedule({
-        type: 'prepared.looks',
-        payload: null,
-        runAt: t.clock.now(),
-      });
-      await t.tester.runDue();
+      const next = await runNow(t, 'prepared.looks');
       expect(await t.effects(next.id)).toBe(1);
       expect(await attemptsOf(t, next.id)).toBe(1);
       expect(logger.messages('error')).toEqual([]);
@@ -140,33 +136,18 @@ describeWithServer('prepared claims', () => {
     const logger = new CapturingLogger();
     const t = await app(logger);
     try {
-      const forgets = await t.delay.schedule({
-        type: 'prepared.forgets',
-        payload: null,
-        runAt: t.clock.now(),
-      });
-      await t.tester.runDue();
+      const forgets = await runNow(t, 'prepared.forgets');
       expect(await t.effects(forgets.id)).toBe(1);
 
       // Its claim's Bind finds no statement: redone at once (the clock never moves), not a tick later.
       SessionHandlers.seen = [];
-      const next = await t.delay.schedule({
-        type: 'prepared.looks',
-        payload: null,
-        runAt: t.clock.now(),
-      });
-      await t.tester.runDue();
+      const next = await runNow(t, 'prepared.looks');
       expect(await t.effects(next.id)).toBe(1);
       // The claim that failed counted no attempt; the one that ran sent its statement unprepared.
       expect(await attemptsOf(t, next.id)).toBe(1);
       expect(SessionHandlers.seen).toEqual([[]]);
 
-      const later = await t.delay.schedule({
-        type: 'prepared.looks',
-        payload: null,
-        runAt: t.clock.now(),
-      });
-      await t.tester.runDue();
+      const later = await runNow(t, 'prepared.looks');
       expect(await t.effects(later.id)).toBe(1);
 
       const warnings = logger
